@@ -1,0 +1,40 @@
+# tlc: `make demo` and `make test` set everything up on a fresh machine with python3 and make.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test setup system-pocl lint clean
+
+demo: setup
+	$(PY) examples/demo.py
+
+test: setup
+	$(PY) -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory system-pocl
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# Debian's PoCL 3.1 inlines OpenCL builtins (PyPI's 3.0 does not): install it when we can.
+system-pocl:
+	@if [ -e /etc/OpenCL/vendors/pocl.icd ]; then \
+	  echo "system PoCL: already installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "system PoCL: installing Debian's pocl-opencl-icd"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null) \
+	    || echo "system PoCL: install failed; PyPI's PoCL will be used"; \
+	else \
+	  echo "system PoCL: not root or no apt-get; PyPI's PoCL will be used"; \
+	fi
+
+lint: setup
+	$(VENV)/bin/ruff check frontend tensorlang backend_opencl tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,27 @@
+"""OpenCL back end: code generation, the pyopencl runtime, the public API and the ``tlc`` CLI.
+
+Public API::
+
+    mod = backend_opencl.compile(prog_or_text, device=None)  # kernels callable by name
+    mod.kernel_name(*args, num_groups=N)                     # numpy / pyopencl arrays
+    exe = backend_opencl.compile_stablehlo(mlir_text, device=None)
+    outs = exe(*numpy_arrays)                                # tuple of numpy arrays
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def compile(program: Any, device: Any = None) -> Any:  # noqa: A001 - the public name
+    """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``."""
+    from backend_opencl.driver import compile_program
+
+    return compile_program(program, device=device)
+
+
+def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>") -> Any:
+    """Compile a StableHLO program; the result is callable with numpy arrays."""
+    from backend_opencl.driver import compile_stablehlo_program
+
+    return compile_stablehlo_program(text, device=device, filename=filename)

@@ -1,0 +1,137 @@
+"""The ``tlc`` command line: check, compile, run, opt and devices.
+
+Every user mistake is reported as a diagnostic on stderr with exit status 1, never a
+traceback.  Files ending in ``.mlir`` are StableHLO, everything else is tensor language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tensorlang.diagnostics import TlcError
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise TlcError(f"{path}: error: cannot read file: {err.strerror}") from None
+
+
+def _is_stablehlo(path: str) -> bool:
+    return path.endswith(".mlir")
+
+
+def _load(path: str) -> object:
+    """Parse and verify ``path`` as StableHLO or tensor language."""
+    text = _read(path)
+    if _is_stablehlo(path):
+        import frontend
+
+        return frontend.parse(text, filename=path)
+    import tensorlang
+
+    return tensorlang.parse(text, filename=path)
+
+
+def _write(text: str, out: str | None) -> None:
+    if out is None or out == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        Path(out).write_text(text)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``tlc check FILE``: parse and verify; silent on success."""
+    _load(args.file)
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """``tlc compile FILE [--emit tl|cl|shlo|schedule] [-o OUT]``."""
+    program = _load(args.file)
+    emit = args.emit or ("cl" if args.output and args.output.endswith(".cl") else None)
+    emit = emit or ("shlo" if _is_stablehlo(args.file) else "tl")
+    if emit == "shlo":
+        if not _is_stablehlo(args.file):
+            raise TlcError(f"{args.file}: error: --emit shlo needs a StableHLO (.mlir) input")
+        _write(str(program), args.output)
+        return 0
+    from backend_opencl import driver
+
+    _write(driver.emit(program, emit, device=args.device), args.output)
+    return 0
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    """``tlc devices``: every OpenCL device found, the chosen one marked, and why."""
+    from backend_opencl.runtime import describe_devices
+
+    sys.stdout.write(describe_devices(args.device) + "\n")
+    return 0
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    """``tlc opt FILE -p a,b{k=v}``: run passes one at a time, print the result."""
+    from tensorlang.passes import run_pipeline
+
+    program = _load(args.file)
+    run_pipeline(program, args.passes, verify_each=True)
+    _write(str(program), args.output)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME]``."""
+    from backend_opencl import driver
+
+    return driver.run_cli(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tlc", description="Tensor programs to OpenCL C.")
+    ap.add_argument("--device", default=None,
+                    help="OpenCL device: index, or text matched against platform/device names "
+                         "(default: $TLC_DEVICE, then GPUs, system CPU drivers, PyPI's PoCL)")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.set_defaults(func=func)
+        return p
+
+    add("check", cmd_check, "parse and verify a program").add_argument("file")
+    p = add("compile", cmd_compile, "compile and print or write the result")
+    p.add_argument("file")
+    p.add_argument("--emit", choices=["tl", "cl", "shlo", "schedule"])
+    p.add_argument("-o", "--output")
+    p = add("opt", cmd_opt, "run tensor-language passes")
+    p.add_argument("file")
+    p.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
+    p.add_argument("-o", "--output")
+    p = add("run", cmd_run, "run a StableHLO program")
+    p.add_argument("file")
+    p.add_argument("--inputs", help=".npz whose arrays bind to the parameters in order")
+    p.add_argument("-o", "--output")
+    p.add_argument("--entry", default="main")
+    add("devices", cmd_devices, "list OpenCL devices")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tlc`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TlcError as err:
+        sys.stderr.write(f"{err}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

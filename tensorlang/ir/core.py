@@ -1,0 +1,175 @@
+"""The tensor-language IR: values, instructions, regions, functions, programs.
+
+An :class:`Instruction` is generic: its :class:`~tensorlang.ir.ops.OpDef` (from the
+one table in ``ops.py``) says which named operands, attributes, results and regions
+it has.  Operands are accessed by name (``inst.operand("A")`` or ``inst.A``),
+attributes likewise (``inst.attr("trans_a")`` or ``inst.trans_a``).
+
+Values have identity semantics; their ``name`` is only a hint kept for printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tensorlang.diagnostics import UNKNOWN_LOC, Loc
+from tensorlang.ir.types import Type
+
+if TYPE_CHECKING:
+    from tensorlang.ir.ops import OpDef
+
+
+class Value:
+    """An SSA value: a function argument, an instruction result or a region argument."""
+
+    __slots__ = ("type", "name", "loc", "owner")
+
+    def __init__(self, type: Type, name: str = "", loc: Loc = UNKNOWN_LOC,
+                 owner: Instruction | Region | Function | None = None) -> None:
+        self.type = type
+        self.name = name
+        self.loc = loc
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"Value(%{self.name or '?'}: {self.type})"
+
+
+OperandSlot = "Value | list[Value] | None"
+
+
+@dataclass(eq=False)
+class Instruction:
+    """One instruction: an op from the table plus its operands, attributes, results, regions.
+
+    ``operands`` maps each operand name of the op to a :class:`Value` (single),
+    a list of values (variadic) or ``None`` (an absent optional operand).
+    """
+
+    op: OpDef
+    operands: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    results: list[Value] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    loc: Loc = UNKNOWN_LOC
+    parent: Region | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for result in self.results:
+            result.owner = self
+        for region in self.regions:
+            region.parent = self
+
+    @property
+    def name(self) -> str:
+        """The op's keyword, e.g. ``gemm``."""
+        return self.op.name
+
+    def operand(self, name: str) -> Any:
+        """The operand slot ``name``: a value, a list of values or None."""
+        return self.operands[name]
+
+    def attr(self, name: str) -> Any:
+        """The attribute ``name``."""
+        return self.attrs[name]
+
+    def __getattr__(self, name: str) -> Any:
+        # Named access to operands and attributes: ``inst.A``, ``inst.trans_a``.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        operands = self.__dict__.get("operands", {})
+        if name in operands:
+            return operands[name]
+        attrs = self.__dict__.get("attrs", {})
+        if name in attrs:
+            return attrs[name]
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('op')!r} has no {name!r}")
+
+    def operand_values(self) -> Iterator[Value]:
+        """Every operand value, in table order, variadic lists flattened."""
+        for slot in self.operands.values():
+            if isinstance(slot, list):
+                yield from slot
+            elif slot is not None:
+                yield slot
+
+    @property
+    def result(self) -> Value:
+        """The single result (for instructions that have exactly one)."""
+        assert len(self.results) == 1, f"{self.name} has {len(self.results)} results"
+        return self.results[0]
+
+    def walk(self) -> Iterator[Instruction]:
+        """This instruction and every instruction nested in its regions, pre-order."""
+        yield self
+        for region in self.regions:
+            yield from region.walk()
+
+
+@dataclass(eq=False)
+class Region:
+    """An ordered list of instructions, optionally with arguments (loop variables)."""
+
+    instructions: list[Instruction] = field(default_factory=list)
+    args: list[Value] = field(default_factory=list)
+    loc: Loc = UNKNOWN_LOC
+    parent: Instruction | Function | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for arg in self.args:
+            arg.owner = self
+        for inst in self.instructions:
+            inst.parent = self
+
+    def append(self, inst: Instruction) -> Instruction:
+        """Append ``inst`` and make this region its parent."""
+        inst.parent = self
+        self.instructions.append(inst)
+        return inst
+
+    def walk(self) -> Iterator[Instruction]:
+        """Every instruction in this region and nested ones, pre-order."""
+        for inst in self.instructions:
+            yield from inst.walk()
+
+
+@dataclass(eq=False)
+class Function:
+    """``func @name(args) attributes { body }``: a kernel callable from the host."""
+
+    name: str
+    args: list[Value]
+    body: Region
+    work_group_size: tuple[int, int] | None = None
+    subgroup_size: int | None = None
+    loc: Loc = UNKNOWN_LOC
+
+    def __post_init__(self) -> None:
+        for arg in self.args:
+            arg.owner = self
+        self.body.parent = self
+
+    def walk(self) -> Iterator[Instruction]:
+        """Every instruction of the body, pre-order."""
+        return self.body.walk()
+
+
+@dataclass(eq=False)
+class Program:
+    """A translation unit: an ordered list of functions."""
+
+    functions: list[Function] = field(default_factory=list)
+
+    def function(self, name: str) -> Function:
+        """The function called ``name`` (without ``@``)."""
+        for func in self.functions:
+            if func.name == name:
+                return func
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        from tensorlang.syntax.printer import print_program
+
+        return print_program(self)

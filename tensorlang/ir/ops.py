@@ -1,0 +1,236 @@
+"""The one declarative table of tensor-language instructions.
+
+Each :class:`OpDef` names an instruction's operands (single, optional or variadic),
+attributes, results, regions and execution kind (collective, SPMD or mixed).
+The parser builds instructions from it, the printer and verifier dispatch on it,
+and ``docs/language.md``'s instruction index is generated from it.
+
+Dynamic pieces of static lists (the ``?`` entries of a subview's offsets/sizes or an
+expand's shape) are ``None`` in the attribute and taken, in order, from the op's
+variadic ``dynamic`` operand, as in MLIR's static/dynamic operand split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from tensorlang.ir.types import Dim
+
+
+class Exec(Enum):
+    """Where an instruction may appear (see the reference's execution model)."""
+
+    COLLECTIVE = "collective"
+    SPMD = "spmd"
+    MIXED = "mixed"
+
+
+class RegionKind(Enum):
+    """The kind of a region an instruction opens."""
+
+    SPMD = "spmd"
+    INHERIT = "inherit"  # a mixed region: the kind of the enclosing region
+
+
+class Transpose(Enum):
+    """``.n`` or ``.t`` on a BLAS operand."""
+
+    N = "n"
+    T = "t"
+
+
+class ArithOp(Enum):
+    """The ``arith.<op>`` operations; ``unary`` tells the two-operand ones apart."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    REM = "rem"
+    SHL = "shl"
+    SHR = "shr"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    NEG = "neg"
+    NOT = "not"
+
+    @property
+    def unary(self) -> bool:
+        """True for neg and not."""
+        return self in (ArithOp.NEG, ArithOp.NOT)
+
+
+class CmpCond(Enum):
+    """The ``cmp.<cond>`` conditions."""
+
+    EQ = "eq"
+    NE = "ne"
+    GT = "gt"
+    GE = "ge"
+    LT = "lt"
+    LE = "le"
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One mode of a subview: ``offset``, ``offset:size`` or ``:`` (the whole mode).
+
+    ``size == 0`` is an index-only mode (rank reduction); ``full`` means ``:``.
+    ``None`` entries are dynamic and come from the op's ``dynamic`` operands.
+    """
+
+    offset: Dim
+    size: Dim = 0
+    full: bool = False
+
+
+class Arity(Enum):
+    """How many values an operand slot holds."""
+
+    ONE = "one"
+    OPTIONAL = "optional"
+    VARIADIC = "variadic"
+
+
+@dataclass(frozen=True)
+class OperandDef:
+    """A named operand slot."""
+
+    name: str
+    arity: Arity = Arity.ONE
+
+
+@dataclass(frozen=True)
+class RegionDef:
+    """A named region; ``optional`` regions may be absent (the else of an if)."""
+
+    name: str
+    kind: RegionKind
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One instruction of the language.
+
+    :arg results: the number of results, or -1 for a variable number.
+    :arg attrs: attribute names with a one-line meaning each.
+    :arg terminator: the instruction ends its region (yield).
+    :arg blas: a collective BLAS-like update ``alpha * f(...) + beta * out`` (with .atomic).
+    """
+
+    name: str
+    exec: Exec
+    summary: str
+    operands: tuple[OperandDef, ...] = ()
+    attrs: tuple[tuple[str, str], ...] = ()
+    results: int = 0
+    regions: tuple[RegionDef, ...] = ()
+    terminator: bool = False
+    blas: bool = False
+
+    @property
+    def is_collective(self) -> bool:
+        """Only allowed in collective regions."""
+        return self.exec is Exec.COLLECTIVE
+
+    @property
+    def is_spmd(self) -> bool:
+        """Only allowed in SPMD regions."""
+        return self.exec is Exec.SPMD
+
+
+def _ops(*names: str, arity: Arity = Arity.ONE) -> tuple[OperandDef, ...]:
+    return tuple(OperandDef(n, arity) for n in names)
+
+
+_ATOMIC = ("atomic", "bool: update the output atomically")
+_TRANS_A = ("trans_a", "Transpose: op(A)")
+_BLAS5 = _ops("alpha", "A", "B", "beta", "C")
+_BLAS4 = _ops("alpha", "A", "beta", "B")
+_ID = {"results": 1}
+
+OPS: dict[str, OpDef] = {
+    op.name: op
+    for op in (
+        # Collective instructions.
+        OpDef("alloca", Exec.COLLECTIVE, "Allocate local memory for the enclosing region.",
+              attrs=(("type", "MemRefType: the local memref allocated"),), results=1),
+        OpDef("axpby", Exec.COLLECTIVE, "B := alpha op(A) + beta B.", _BLAS4,
+              (_TRANS_A, _ATOMIC), blas=True),
+        OpDef("foreach", Exec.COLLECTIVE,
+              "Loop over [from, to) without sequence guarantee; the body is SPMD.",
+              _ops("from", "to"), (("loop_type", "ScalarType: type of the loop variable"),),
+              regions=(RegionDef("body", RegionKind.SPMD),)),
+        OpDef("gemm", Exec.COLLECTIVE, "C := alpha op(A) op(B) + beta C.", _BLAS5,
+              (_TRANS_A, ("trans_b", "Transpose: op(B)"), _ATOMIC), blas=True),
+        OpDef("gemv", Exec.COLLECTIVE, "c := alpha op(A) b + beta c.", _BLAS5,
+              (_TRANS_A, _ATOMIC), blas=True),
+        OpDef("ger", Exec.COLLECTIVE, "C := alpha a b^T + beta C.", _BLAS5, (_ATOMIC,),
+              blas=True),
+        OpDef("hadamard_product", Exec.COLLECTIVE, "c_i := alpha a_i b_i + beta c_i.", _BLAS5,
+              (_ATOMIC,), blas=True),
+        OpDef("parallel", Exec.COLLECTIVE, "Open an SPMD region.",
+              regions=(RegionDef("body", RegionKind.SPMD),)),
+        OpDef("sum", Exec.COLLECTIVE, "B := alpha op(A) 1 + beta B.", _BLAS4,
+              (_TRANS_A, _ATOMIC), blas=True),
+        # Mixed instructions.
+        OpDef("arith", Exec.MIXED, "Binary or unary arithmetic on scalars.",
+              (OperandDef("a"), OperandDef("b", Arity.OPTIONAL)),
+              (("op", "ArithOp"), ("type", "ScalarType: operand and result type")), **_ID),
+        OpDef("barrier", Exec.MIXED, "Control barrier with optional memory fences.",
+              attrs=(("fence_global", "bool: .global"), ("fence_local", "bool: .local"))),
+        OpDef("cast", Exec.MIXED, "Convert a scalar to another scalar type.", _ops("a"),
+              (("from_type", "ScalarType"), ("to_type", "ScalarType")), **_ID),
+        OpDef("cmp", Exec.MIXED, "Compare two scalars; the result is i1.", _ops("a", "b"),
+              (("cond", "CmpCond"), ("type", "ScalarType: operand type")), **_ID),
+        OpDef("constant", Exec.MIXED, "A scalar constant.",
+              attrs=(("value", "bool | int | float | complex"), ("type", "ScalarType")), **_ID),
+        OpDef("expand", Exec.MIXED, "View one mode as several.",
+              (OperandDef("operand"), OperandDef("dynamic", Arity.VARIADIC)),
+              (("mode", "int"), ("shape", "tuple[Dim, ...]: None entries are dynamic"),
+               ("type", "MemRefType: the operand's type")), **_ID),
+        OpDef("fuse", Exec.MIXED, "View adjacent modes [from, to] as one.", _ops("operand"),
+              (("from_mode", "int"), ("to_mode", "int"), ("type", "MemRefType: operand")),
+              **_ID),
+        OpDef("group_id", Exec.MIXED, "The work-group's id (index).", **_ID),
+        OpDef("group_size", Exec.MIXED, "The number of work-groups (index).", **_ID),
+        OpDef("if", Exec.MIXED, "Conditional with optional results.", _ops("cond"),
+              (("result_types", "tuple[ScalarType, ...]"),), results=-1,
+              regions=(RegionDef("then", RegionKind.INHERIT),
+                       RegionDef("else", RegionKind.INHERIT, optional=True))),
+        OpDef("load", Exec.MIXED, "Load an element of a memref, or a memref of a group.",
+              (OperandDef("operand"), OperandDef("indices", Arity.VARIADIC)),
+              (("type", "MemRefType | GroupType: operand"),), **_ID),
+        OpDef("num_subgroups", Exec.MIXED, "The number of subgroups (i32).", **_ID),
+        OpDef("for", Exec.MIXED,
+              "Sequential loop over [from, to) with optional step and loop-carried values.",
+              (OperandDef("from"), OperandDef("to"), OperandDef("step", Arity.OPTIONAL),
+               OperandDef("init", Arity.VARIADIC)),
+              (("loop_type", "ScalarType: type of the loop variable"),), results=-1,
+              regions=(RegionDef("body", RegionKind.INHERIT),)),
+        OpDef("size", Exec.MIXED, "The size of one mode (index).", _ops("operand"),
+              (("mode", "int"), ("type", "MemRefType: operand")), **_ID),
+        OpDef("subgroup_size", Exec.MIXED, "The subgroup size (i32).", **_ID),
+        OpDef("subview", Exec.MIXED, "A view on a block of a memref.",
+              (OperandDef("operand"), OperandDef("dynamic", Arity.VARIADIC)),
+              (("slices", "tuple[Slice, ...]"), ("type", "MemRefType: operand")), **_ID),
+        OpDef("store", Exec.MIXED, "Store a scalar into a memref.",
+              (OperandDef("value"), OperandDef("operand"), OperandDef("indices", Arity.VARIADIC)),
+              (("type", "MemRefType: operand"),)),
+        OpDef("yield", Exec.MIXED, "Return values from an if or for region.",
+              (OperandDef("values", Arity.VARIADIC),),
+              (("types", "tuple[ScalarType, ...]"),), terminator=True),
+        OpDef("lifetime_stop", Exec.MIXED, "End the lifetime of an alloca early.",
+              _ops("operand")),
+        # SPMD instructions.
+        OpDef("subgroup_id", Exec.SPMD, "The subgroup's id (i32).", **_ID),
+        OpDef("subgroup_local_id", Exec.SPMD, "The work-item's id in its subgroup (i32).",
+              **_ID),
+    )
+}
+
+ALIASES: dict[str, str] = {"hadamard": "hadamard_product"}
+"""Accepted alternative keywords (``hadamard`` is the spelling of tinytc)."""

@@ -1,0 +1,1 @@
+"""Polyhedral scheduling with islpy (the only package that imports islpy)."""

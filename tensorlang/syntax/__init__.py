@@ -1,0 +1,1 @@
+"""Textual syntax of the tensor language: lark grammar, parser and printer."""
