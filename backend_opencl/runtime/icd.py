@@ -1,0 +1,162 @@
+"""Which OpenCL drivers (ICDs) a process loads, decided before OpenCL is first used.
+
+pyopencl's wheels ship their own ICD loader (a patched ocl-icd).  It reads the system's
+vendor folder (``$OCL_ICD_VENDORS`` when that names a folder, else ``$OPENCL_VENDOR_PATH``,
+else ``/etc/OpenCL/vendors``) *and* every ``.icd`` in ``$PYOPENCL_HOME/.libs``, where
+``pip install pocl-binary-distribution`` puts PyPI's PoCL (``pocl.icd`` naming the bundled
+``libpocl-<hash>.so``).  ``$OCL_ICD_VENDORS`` naming one file loads that ICD alone.
+
+Two PoCLs in one process conflict (spurious ``CL_OUT_OF_RESOURCES``), so before the first
+platform query :func:`prepare_loader` either hides the bundled folder (``PYOPENCL_HOME``
+pointed elsewhere) when a system PoCL is installed, or, when PyPI's PoCL is asked for,
+names its ``.icd`` alone in ``OCL_ICD_VENDORS``.  The loader reads both variables once,
+at its first call, so they are restored right after.  Nothing here imports pyopencl.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+
+
+@dataclass(frozen=True)
+class Icd:
+    """One ``.icd`` file: the driver library it names and whether a wheel ships it."""
+
+    path: str
+    library: str
+    bundled: bool  #: shipped inside pyopencl's wheel folder (PyPI's PoCL), not the system's
+
+    @property
+    def is_pocl(self) -> bool:
+        """Whether the driver is a PoCL."""
+        return "pocl" in Path(self.library).name.lower()
+
+
+@dataclass(frozen=True)
+class LoaderPlan:
+    """What :func:`prepare_loader` did to the environment, for ``tlc devices`` to explain."""
+
+    mode: str  #: "pypi" | "system" | "user" | "all"
+    loaded: tuple[Icd, ...]
+    hidden: tuple[Icd, ...]
+    note: str
+
+
+def describe(entry: Icd) -> str:
+    """One line about an ICD: whose it is, its file and the library it names."""
+    if entry.bundled and entry.is_pocl:
+        owner = f"PyPI's PoCL (pocl-binary-distribution {_version('pocl-binary-distribution')})"
+    else:
+        owner = "system driver"
+    return f"{owner}: {entry.path} -> {entry.library}"
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def pyopencl_dir() -> Path | None:
+    """pyopencl's package folder, found without importing it."""
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def bundled_icds() -> list[Icd]:
+    """The ICDs in pyopencl's wheel folder (PyPI's PoCL)."""
+    root = pyopencl_dir()
+    return _read_folder(root / ".libs", bundled=True) if root is not None else []
+
+
+def system_vendor_dir(env: Mapping[str, str] | None = None) -> str:
+    """The vendor folder the loader reads (see the module docstring)."""
+    env = os.environ if env is None else env
+    user = env.get("OCL_ICD_VENDORS", "")
+    if user and os.path.isdir(user):
+        return user
+    return env.get("OPENCL_VENDOR_PATH", "") or SYSTEM_VENDORS
+
+
+def system_icds() -> list[Icd]:
+    """The ICDs in the system's vendor folder."""
+    return _read_folder(Path(system_vendor_dir()), bundled=False)
+
+
+def _read_folder(folder: Path, bundled: bool) -> list[Icd]:
+    try:
+        files = sorted(folder.glob("*.icd"))
+    except OSError:
+        return []
+    icds = []
+    for f in files:
+        try:
+            library = f.read_text().strip().splitlines()[0].strip()
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        icds.append(Icd(str(f), library, bundled))
+    return icds
+
+
+def prepare_loader(want_pypi: bool) -> tuple[LoaderPlan, dict[str, str | None]]:
+    """Set the loader's variables for this process; returns the plan and the old values.
+
+    Call it after ``import pyopencl`` (which sets ``PYOPENCL_HOME``) and before the first
+    platform query; pass the old values to :func:`restore_env` after that query.
+    """
+    system, bundled = system_icds(), bundled_icds()
+    old = {k: os.environ.get(k) for k in ("OCL_ICD_VENDORS", "PYOPENCL_HOME")}
+    if want_pypi:
+        return _pypi_only(system, bundled), old
+    if os.environ.get("OCL_ICD_VENDORS") and not os.path.isdir(os.environ["OCL_ICD_VENDORS"]):
+        note = f"OCL_ICD_VENDORS={os.environ['OCL_ICD_VENDORS']} (set by the user)"
+        return LoaderPlan("user", (), (), note), old
+    if bundled and any(icd.is_pocl for icd in system):
+        os.environ["PYOPENCL_HOME"] = str(Path(str(pyopencl_dir())) / "no-bundled-icds")
+        note = (
+            "PyPI's PoCL is not loaded: a system PoCL is installed and two PoCLs in one "
+            "process conflict; start with TLC_DEVICE=pypi (or --device pypi) to use it"
+        )
+        return LoaderPlan("system", tuple(system), tuple(bundled), note), old
+    return LoaderPlan("all", tuple(system + bundled), (), ""), old
+
+
+def _pypi_only(system: list[Icd], bundled: list[Icd]) -> LoaderPlan:
+    pocl = [icd for icd in bundled if icd.is_pocl]
+    if not pocl:
+        return LoaderPlan(
+            "pypi",
+            (),
+            tuple(system),
+            "PyPI's PoCL is not installed (`pip install pocl-binary-distribution`)",
+        )
+    os.environ["OCL_ICD_VENDORS"] = pocl[0].path
+    note = "only PyPI's PoCL is loaded (device spec 'pypi'); system drivers are hidden"
+    return LoaderPlan("pypi", (pocl[0],), tuple(system), note)
+
+
+def restore_env(old: dict[str, str | None]) -> None:
+    """Put back the variables :func:`prepare_loader` changed (the loader has read them)."""
+    for key, value in old.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def is_wheel_library(path: str) -> bool:
+    """Whether a driver library was installed by pip (PyPI's PoCL), not by the system."""
+    root = pyopencl_dir()
+    if root is not None and path.startswith(os.path.realpath(root / ".libs") + os.sep):
+        return True
+    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)

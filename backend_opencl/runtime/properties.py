@@ -1,0 +1,58 @@
+"""The facts about a ``pyopencl.Device`` that :class:`~.devices.Device` records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend_opencl.runtime.dispatch import CL_DEVICE_SUB_GROUP_SIZES_INTEL, device_size_array
+
+_VECTOR_TYPES = ("char", "short", "int", "long", "half", "float", "double")
+_SVM_COARSE, _SVM_FINE = 1, 2  # CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, ..._FINE_GRAIN_BUFFER
+
+
+def device_facts(cl: Any, d: Any) -> dict[str, Any]:
+    """Keyword arguments of :class:`~.devices.Device` read from the pyopencl device ``d``."""
+    extensions = frozenset(d.extensions.split())
+    svm = _get(d, "svm_capabilities", 0)
+    return {
+        "kind": _kind(cl, d.type),
+        "max_work_group_size": int(d.max_work_group_size),
+        "max_work_item_sizes": tuple(int(n) for n in d.max_work_item_sizes),
+        "local_mem_size": int(d.local_mem_size),
+        "has_fp64": "cl_khr_fp64" in extensions or bool(_get(d, "double_fp_config", 0)),
+        "has_svm": bool(svm & (_SVM_COARSE | _SVM_FINE)),
+        "has_svm_fine_grain": bool(svm & _SVM_FINE),
+        "subgroup_sizes": _subgroup_sizes(d, extensions),
+        "preferred_vector_width": {
+            t: int(_get(d, f"preferred_vector_width_{t}", 0)) for t in _VECTOR_TYPES
+        },
+        "extensions": extensions,
+    }
+
+
+def _kind(cl: Any, bits: int) -> str:
+    if bits & cl.device_type.GPU:
+        return "gpu"
+    if bits & cl.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+def _subgroup_sizes(d: Any, extensions: frozenset[str]) -> tuple[int, ...]:
+    if "cl_intel_subgroups" in extensions:
+        return device_size_array(d.int_ptr, CL_DEVICE_SUB_GROUP_SIZES_INTEL)
+    if "cl_khr_subgroups" not in extensions:
+        return ()
+    for attr in ("warp_size_nv", "wavefront_width_amd"):
+        size = _get(d, attr, 0)
+        if size:
+            return (int(size),)
+    return ()
+
+
+def _get(d: Any, attr: str, default: Any) -> Any:
+    """An optional device property (``default`` when the driver does not answer)."""
+    try:
+        return getattr(d, attr)
+    except Exception:  # pyopencl raises LogicError / AttributeError for unknown properties
+        return default

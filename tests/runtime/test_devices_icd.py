@@ -1,0 +1,111 @@
+"""Which OpenCL drivers a process loads (fake ICD folders; no OpenCL needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backend_opencl.runtime import dispatch, icd
+
+SYSTEM_POCL = icd.Icd("/etc/OpenCL/vendors/pocl.icd", "libpocl.so.2", bundled=False)
+NVIDIA = icd.Icd("/etc/OpenCL/vendors/nvidia.icd", "libnvidia-opencl.so.1", bundled=False)
+WHEEL_POCL = icd.Icd("/venv/pyopencl/.libs/pocl.icd", "libpocl-21062cec.so", bundled=True)
+
+
+@pytest.fixture
+def fake_icds(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[icd.Icd]]:
+    """Make ``prepare_loader`` see the ICD lists in the returned dict."""
+    found: dict[str, list[icd.Icd]] = {"system": [], "bundled": []}
+    monkeypatch.setattr(icd, "system_icds", lambda: list(found["system"]))
+    monkeypatch.setattr(icd, "bundled_icds", lambda: list(found["bundled"]))
+    monkeypatch.delenv("OCL_ICD_VENDORS", raising=False)
+    monkeypatch.setenv("PYOPENCL_HOME", "/venv/pyopencl")
+    return found
+
+
+def test_reads_icd_files(tmp_path: Path) -> None:
+    (tmp_path / "pocl.icd").write_text("libpocl.so.2.10.0\n")
+    (tmp_path / "nvidia.icd").write_text("libnvidia-opencl.so.1")
+    (tmp_path / "empty.icd").write_text("")
+    (tmp_path / "README").write_text("not an icd")
+    found = icd._read_folder(tmp_path, bundled=False)
+    assert [(Path(i.path).name, i.library, i.is_pocl) for i in found] == [
+        ("nvidia.icd", "libnvidia-opencl.so.1", False),
+        ("pocl.icd", "libpocl.so.2.10.0", True),
+    ]
+    assert icd._read_folder(tmp_path / "missing", bundled=True) == []
+
+
+def test_system_pocl_hides_the_wheel_pocl(fake_icds: dict[str, list[icd.Icd]]) -> None:
+    fake_icds.update(system=[NVIDIA, SYSTEM_POCL], bundled=[WHEEL_POCL])
+    plan, old = icd.prepare_loader(want_pypi=False)
+    assert plan.mode == "system" and plan.hidden == (WHEEL_POCL,)
+    assert plan.loaded == (NVIDIA, SYSTEM_POCL)
+    assert not (Path(os.environ["PYOPENCL_HOME"]) / ".libs").exists()
+    assert "OCL_ICD_VENDORS" not in os.environ
+    icd.restore_env(old)
+    assert os.environ["PYOPENCL_HOME"] == "/venv/pyopencl"
+
+
+def test_pypi_request_loads_the_wheel_pocl_alone(fake_icds: dict[str, list[icd.Icd]]) -> None:
+    fake_icds.update(system=[NVIDIA, SYSTEM_POCL], bundled=[WHEEL_POCL])
+    plan, old = icd.prepare_loader(want_pypi=True)
+    assert plan.mode == "pypi" and plan.loaded == (WHEEL_POCL,)
+    assert os.environ["OCL_ICD_VENDORS"] == WHEEL_POCL.path
+    icd.restore_env(old)
+    assert "OCL_ICD_VENDORS" not in os.environ
+
+
+def test_pypi_request_without_the_wheel_says_how_to_install(
+    fake_icds: dict[str, list[icd.Icd]],
+) -> None:
+    fake_icds.update(system=[SYSTEM_POCL])
+    plan, _ = icd.prepare_loader(want_pypi=True)
+    assert plan.loaded == () and "pip install pocl-binary-distribution" in plan.note
+    assert "OCL_ICD_VENDORS" not in os.environ
+
+
+def test_without_a_system_pocl_everything_loads(fake_icds: dict[str, list[icd.Icd]]) -> None:
+    fake_icds.update(system=[NVIDIA], bundled=[WHEEL_POCL])
+    plan, _ = icd.prepare_loader(want_pypi=False)
+    assert plan.mode == "all" and plan.hidden == ()
+    assert os.environ["PYOPENCL_HOME"] == "/venv/pyopencl"
+
+
+def test_a_users_single_icd_is_left_alone(
+    fake_icds: dict[str, list[icd.Icd]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_icds.update(system=[SYSTEM_POCL], bundled=[WHEEL_POCL])
+    monkeypatch.setenv("OCL_ICD_VENDORS", "/opt/oclgrind/oclgrind.icd")
+    plan, _ = icd.prepare_loader(want_pypi=False)
+    assert plan.mode == "user"
+    assert os.environ["OCL_ICD_VENDORS"] == "/opt/oclgrind/oclgrind.icd"
+    assert os.environ["PYOPENCL_HOME"] == "/venv/pyopencl"
+
+
+def test_vendor_folder_follows_the_loaders_variables(tmp_path: Path) -> None:
+    assert icd.system_vendor_dir({}) == "/etc/OpenCL/vendors"
+    assert icd.system_vendor_dir({"OPENCL_VENDOR_PATH": "/opt/v"}) == "/opt/v"
+    assert icd.system_vendor_dir({"OCL_ICD_VENDORS": str(tmp_path)}) == str(tmp_path)
+    assert icd.system_vendor_dir({"OCL_ICD_VENDORS": "/x/one.icd"}) == "/etc/OpenCL/vendors"
+
+
+def test_wheel_libraries_are_not_system_drivers() -> None:
+    assert icd.is_wheel_library("/venv/lib/python3.11/site-packages/pyopencl/.libs/libpocl-1.so")
+    assert icd.is_wheel_library("/usr/lib/python3/dist-packages/x/libpocl.so")
+    assert not icd.is_wheel_library("/usr/lib/x86_64-linux-gnu/libpocl.so.2.10.0")
+
+
+def test_null_handles_have_no_library_nor_properties() -> None:
+    assert dispatch.library_of(0) is None
+    assert dispatch.device_size_array(0, dispatch.CL_DEVICE_SUB_GROUP_SIZES_INTEL) == ()
+
+
+def test_describe_says_whose_an_icd_is() -> None:
+    assert (
+        icd.describe(SYSTEM_POCL) == "system driver: /etc/OpenCL/vendors/pocl.icd -> libpocl.so.2"
+    )
+    assert icd.describe(WHEEL_POCL).startswith("PyPI's PoCL (pocl-binary-distribution ")
