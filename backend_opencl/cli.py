@@ -98,7 +98,9 @@ def _parser() -> argparse.ArgumentParser:
                          "(default: $TLC_DEVICE, then GPUs, system CPU drivers, PyPI's PoCL)")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    def add(name: str, func: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+    Command = Callable[[argparse.Namespace], int]
+
+    def add(name: str, func: Command, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
         p.set_defaults(func=func)
         return p

@@ -28,8 +28,8 @@ class Source:
 
     def line(self, number: int) -> str:
         """The 1-based line ``number`` without its newline ('' past the end)."""
-        lines = self.text.splitlines()
-        return lines[number - 1] if 1 <= number <= len(lines) else ""
+        lines = self.text.split("\n")  # only \n: the parsers count lines the same way
+        return lines[number - 1].rstrip("\r") if 1 <= number <= len(lines) else ""
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""Tensor-language IR: types (``types``), the instruction table (``ops``) and IR classes (``core``)."""
+"""Tensor-language IR: types (``types``), the instruction table (``ops``), IR classes."""

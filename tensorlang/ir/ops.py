@@ -79,6 +79,9 @@ class Slice:
 
     ``size == 0`` is an index-only mode (rank reduction); ``full`` means ``:``.
     ``None`` entries are dynamic and come from the op's ``dynamic`` operands.
+    A full slice is ``Slice(0, 0, full=True)``: it keeps the whole mode (size and
+    stride, static or dynamic) and takes no dynamic operands; check ``full`` before
+    reading ``size == 0`` as a rank reduction.
     """
 
     offset: Dim

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Union
 
-Dim = Union[int, None]
+Dim = int | None
 """A static extent, or ``DYNAMIC`` (``None``) for ``?``."""
 
 DYNAMIC: None = None
@@ -185,5 +184,5 @@ class VoidType:
 
 VOID = VoidType()
 
-Type = Union[ScalarType, MemRefType, GroupType, VoidType]
+Type = ScalarType | MemRefType | GroupType | VoidType
 """Any tensor-language type."""
