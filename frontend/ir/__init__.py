@@ -1,0 +1,1 @@
+"""The StableHLO IR: types, attributes, values/ops/regions and the op table."""

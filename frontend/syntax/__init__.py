@@ -1,0 +1,1 @@
+"""StableHLO text: tokenizer, parser (pretty and generic forms), literals and printer."""

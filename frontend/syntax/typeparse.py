@@ -1,0 +1,236 @@
+"""Parsing of MLIR types, plus the small token helpers every parser layer uses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from frontend.ir.types import (
+    FLOAT_NAMES,
+    ComplexType,
+    FloatType,
+    FunctionType,
+    IndexType,
+    IntegerType,
+    QuantizedType,
+    TensorType,
+    TokenType,
+    TupleType,
+    Type,
+)
+from frontend.syntax.lexer import Cursor
+
+_DIMS = re.compile(r"(?:(?:\d+|\?)x)+")
+_INT_TYPE = re.compile(r"(u|s)?i(\d+)\Z")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+T = TypeVar("T")
+_OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
+
+
+def int_value(text: str) -> int:
+    """The value of an INT or HEX token (leading zeros allowed, as MLIR does)."""
+    return int(text, 16) if text.startswith("0x") else int(text)
+
+
+class TypeParser(Cursor):
+    """Types and shared helpers; :class:`AttrParser` builds on this."""
+
+    type_aliases: dict[str, Type]
+
+    # -- types ---------------------------------------------------------------------------
+    def parse_type(self) -> Type:
+        """Any type."""
+        start, kind, text = self.start, self.kind, self.text
+        if kind == "(":
+            return self.parse_function_type()
+        if kind == "BARE":
+            if text == "tensor":
+                return self.parse_tensor_type()
+            if text == "tuple":
+                self.advance()
+                return TupleType(tuple(self._angle_list(self.parse_type)))
+            return self.parse_element_type()
+        if kind == "BANG":
+            if text == "!stablehlo.token":
+                self.advance()
+                return TokenType()
+            if text in self.type_aliases:
+                self.advance()
+                return self.type_aliases[text]
+            if text == "!quant.uniform":
+                return self.parse_element_type()
+            self.error(f"unknown type '{text}'", start, self.end)
+        self.fail("a type")
+
+    def parse_function_type(self) -> FunctionType:
+        """``(T, ...) -> T`` or ``(T, ...) -> (T, ...)``."""
+        inputs = self.paren_list(self.parse_type)
+        self.expect("->")
+        return FunctionType(tuple(inputs), tuple(self.parse_result_types()))
+
+    def parse_result_types(self) -> list[Type]:
+        """``T`` or ``(T, ...)`` after an arrow."""
+        if self.at("("):
+            return self.paren_list(self.parse_type)
+        return [self.parse_type()]
+
+    def parse_tensor_type(self) -> TensorType:
+        """``tensor<2x?xf32>`` with an optional bounds encoding."""
+        self.advance()
+        self.expect("<")
+        dims = self.scan(_DIMS) or ""
+        shape = tuple(None if d == "?" else int(d) for d in dims.split("x")[:-1])
+        if self.at("*"):
+            self.error("unranked tensors are not StableHLO")
+        element = self.parse_element_type()
+        bounds = None
+        if self.accept(","):
+            bounds = self._parse_bounds(len(shape))
+        self.expect(">", "'>' to close the tensor type")
+        return TensorType(shape, element, bounds)
+
+    def _parse_bounds(self, rank: int) -> tuple[int | None, ...]:
+        start, name = self.start, self.text
+        if name == "#stablehlo.bounds":
+            self.advance()
+            bounds = self._angle_list(self._bound)
+        elif name == "#stablehlo.type_extensions":
+            self.advance()
+            self.expect("<")
+            self.expect("bounds")
+            self.expect("=")
+            bounds = self.bracket_list(self._bound)
+            self.expect(">")
+        else:
+            self.fail("a #stablehlo.bounds<...> encoding")
+        if len(bounds) != rank:
+            self.error(f"bounds encoding has {len(bounds)} entries for rank {rank}",
+                       start, self.prev_end)
+        return tuple(bounds)
+
+    def _bound(self) -> int | None:
+        if self.accept("?"):
+            return None
+        return self.parse_int()
+
+    def parse_element_type(self) -> Type:
+        """``f32``, ``i8``, ``ui4``, ``complex<f64>``, ``index``, ``!quant.uniform<...>``."""
+        text, start = self.text, self.start
+        if self.kind == "BANG" and text == "!quant.uniform":
+            self.advance()
+            return self._parse_quant()
+        if self.kind != "BARE":
+            self.fail("an element type")
+        self.advance()
+        if text in FLOAT_NAMES:
+            return FloatType(text)
+        m = _INT_TYPE.match(text)
+        if m:
+            width = int(m.group(2))
+            if width not in (1, 2, 4, 8, 16, 32, 64) or (m.group(1) == "u" and width == 1):
+                self.error(f"unsupported integer type '{text}'", start, self.prev_end)
+            return IntegerType(width, m.group(1) == "u")
+        if text == "complex":
+            self.expect("<")
+            inner = self.parse_element_type()
+            if not (isinstance(inner, FloatType) and inner.name in ("f32", "f64")):
+                self.error(f"complex element type must be f32 or f64, got {inner}", start)
+            self.expect(">")
+            return ComplexType(inner)
+        if text == "index":
+            return IndexType()
+        self.error(f"unknown element type '{text}'", start, self.prev_end)
+
+    def _parse_quant(self) -> QuantizedType:
+        self.expect("<")
+        storage = self.parse_element_type()
+        if not isinstance(storage, IntegerType):
+            self.error("quantized storage type must be an integer type")
+        lo = hi = None
+        if self.accept("<"):
+            lo = self.parse_int()
+            self.expect(":")
+            hi = self.parse_int()
+            self.expect(">")
+        self.expect(":")
+        expressed = self.parse_element_type()
+        if not isinstance(expressed, FloatType):
+            self.error("quantized expressed type must be a float type")
+        axis = None
+        if self.accept(":"):
+            axis = self.parse_int()
+        self.expect(",")
+        if axis is not None:
+            self.expect("{")
+            pairs = [self._quant_pair()]
+            while self.accept(","):
+                pairs.append(self._quant_pair())
+            self.expect("}")
+        else:
+            pairs = [self._quant_pair()]
+        self.expect(">")
+        scales = tuple(p[0] for p in pairs)
+        zps = tuple(p[1] for p in pairs)
+        return QuantizedType(storage, expressed, scales, zps, axis, lo, hi)
+
+    def _quant_pair(self) -> tuple[float, int]:
+        if self.kind not in ("FLOAT", "INT"):
+            self.fail("a quantization scale")
+        scale = float(self.advance())
+        zp = self.parse_int() if self.accept(":") else 0
+        return scale, zp
+
+    # -- small pieces --------------------------------------------------------------------
+    def parse_int(self) -> int:
+        """A (possibly negative) integer literal."""
+        if self.kind not in ("INT", "HEX"):
+            self.fail("an integer")
+        return int_value(self.advance())
+
+    def paren_list(self, item: Callable[[], T]) -> list[T]:
+        """``( item, ... )`` possibly empty."""
+        return self._delimited("(", ")", item)
+
+    def bracket_list(self, item: Callable[[], T]) -> list[T]:
+        """``[ item, ... ]`` possibly empty."""
+        return self._delimited("[", "]", item)
+
+    def _angle_list(self, item: Callable[[], T]) -> list[T]:
+        return self._delimited("<", ">", item)
+
+    def _delimited(self, open_: str, close: str, item: Callable[[], T]) -> list[T]:
+        self.expect(open_)
+        out: list[T] = []
+        if not self.accept(close):
+            out.append(item())
+            while self.accept(","):
+                out.append(item())
+            self.expect(close, f"',' or '{close}'")
+        return out
+
+    def int_list(self) -> list[int]:
+        """``[1, 2, 3]``."""
+        return self.bracket_list(self.parse_int)
+
+    def balanced(self) -> str:
+        """Raw text of a balanced ``<...>``/``(...)`` group starting at the current token."""
+        start = self.start
+        stack = []
+        i = start
+        src = self.src
+        while i < self.stop:
+            c = src[i]
+            if c == '"':
+                m = _STRING.match(src, i)
+                i = m.end() if m else i + 1
+                continue
+            if c in _OPEN:
+                stack.append(_OPEN[c])
+            elif stack and c == stack[-1] and not (c == ">" and src[i - 1] == "-"):
+                stack.pop()
+                if not stack:
+                    self.reset(i + 1)
+                    return src[start:i + 1]
+            i += 1
+        self.error("unbalanced brackets", start, start + 1)

@@ -1,0 +1,138 @@
+"""dot_general, dot and convolution."""
+
+from __future__ import annotations
+
+from frontend.ir import attrs as A
+from frontend.ir.core import Op
+from frontend.verify.common import dim_ok, dims, fail, in_range, shapes_ok, tensor, unique, verifies
+from frontend.verify.window import num_windows, padding_of, sized
+
+
+@verifies("dot_general")
+def verify_dot_general(op: Op) -> None:
+    """(C1)-(C12) of dot_general."""
+    lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
+    r = tensor(op, op.result_types[0], "result")
+    dn = op.attrs.get("dot_dimension_numbers")
+    if not isinstance(dn, A.StructAttr):
+        fail(op, "", "needs dot_dimension_numbers = #stablehlo.dot<...>")
+    lb, rb = list(dn.get("lhs_batching_dimensions")), list(dn.get("rhs_batching_dimensions"))
+    lc = list(dn.get("lhs_contracting_dimensions"))
+    rc = list(dn.get("rhs_contracting_dimensions"))
+    if len(lb) != len(rb):
+        fail(op, "C1", f"lhs and rhs batching dimensions differ in number: {lb} vs {rb}")
+    if len(lc) != len(rc):
+        fail(op, "C2", f"lhs and rhs contracting dimensions differ in number: {lc} vs {rc}")
+    unique(op, "C3", "lhs batching and contracting dimensions", lb + lc)
+    unique(op, "C4", "rhs batching and contracting dimensions", rb + rc)
+    in_range(op, "C5", "lhs_batching_dimensions", lb, lhs.rank)
+    in_range(op, "C6", "lhs_contracting_dimensions", lc, lhs.rank)
+    in_range(op, "C7", "rhs_batching_dimensions", rb, rhs.rank)
+    in_range(op, "C8", "rhs_contracting_dimensions", rc, rhs.rank)
+    for a, b in zip(lb, rb, strict=True):
+        if not dim_ok(lhs.shape[a], rhs.shape[b]):
+            fail(op, "C9", f"batching dimension sizes differ: lhs[{a}] = {lhs.shape[a]}, "
+                           f"rhs[{b}] = {rhs.shape[b]}")
+    for a, b in zip(lc, rc, strict=True):
+        if not dim_ok(lhs.shape[a], rhs.shape[b]):
+            fail(op, "C10", f"contracting dimension sizes differ: lhs[{a}] = {lhs.shape[a]}, "
+                            f"rhs[{b}] = {rhs.shape[b]}")
+    prec = op.attr("precision_config")
+    if prec is not None and len(prec) not in (0, 2):
+        fail(op, "C11", f"precision_config must have 2 entries, got {len(prec)}")
+    free_l = [d for i, d in enumerate(lhs.shape) if i not in lb + lc]
+    free_r = [d for i, d in enumerate(rhs.shape) if i not in rb + rc]
+    want = tuple([lhs.shape[i] for i in lb] + free_l + free_r)
+    if not shapes_ok(want, r.shape):
+        fail(op, "C12", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("dot")
+def verify_dot(op: Op) -> None:
+    """Ranks 1-2, a matching contracting dimension and the implied result shape."""
+    lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
+    r = tensor(op, op.result_types[0], "result")
+    if lhs.rank not in (1, 2) or rhs.rank not in (1, 2):
+        fail(op, "", f"operands must have rank 1 or 2, got {lhs.rank} and {rhs.rank}")
+    if not dim_ok(lhs.shape[-1], rhs.shape[0]):
+        fail(op, "", f"contracting dimensions differ: {lhs.shape[-1]} vs {rhs.shape[0]}")
+    want = lhs.shape[:-1] + rhs.shape[1:]
+    if not shapes_ok(want, r.shape):
+        fail(op, "", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("convolution")
+def verify_convolution(op: Op) -> None:
+    """(C1)-(C26) of convolution: attribute sizes, labels, group counts, result shape."""
+    lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
+    r = tensor(op, op.result_types[0], "result")
+    n = lhs.rank
+    if lhs.rank != rhs.rank:
+        fail(op, "C1", f"lhs rank {lhs.rank} differs from rhs rank {rhs.rank}")
+    dn = op.attrs.get("dimension_numbers")
+    if not isinstance(dn, A.ConvDimsAttr):
+        fail(op, "", "needs dimension_numbers = #stablehlo.conv<...>")
+    strides = sized(op, "window_strides", n - 2, 1, ("C2", "C3"))
+    pad = padding_of(op, n - 2, "C4")
+    lhs_dil = sized(op, "lhs_dilation", n - 2, 1, ("C5", "C6"))
+    rhs_dil = sized(op, "rhs_dilation", n - 2, 1, ("C7", "C8"))
+    rev = op.attr("window_reversal")
+    if rev is not None and len(rev) != n - 2:
+        fail(op, "C9", f"window_reversal must have {n - 2} entries, got {len(rev)}")
+    _check_labels(op, dn.lhs, n, "bf", "C13", "lhs")
+    _check_labels(op, dn.rhs, n, "io", "C18", "rhs")
+    _check_labels(op, dn.out, n, "bf", "C20", "result")
+    if r.rank != n:
+        fail(op, "C26", f"result rank must be {n}, got {r.rank}")
+    fgc, bgc = op.attr("feature_group_count", 1), op.attr("batch_group_count", 1)
+    if fgc <= 0:
+        fail(op, "C21", f"feature_group_count must be positive, got {fgc}")
+    if bgc <= 0:
+        fail(op, "C22", f"batch_group_count must be positive, got {bgc}")
+    if fgc != 1 and bgc != 1:
+        fail(op, "C23", "feature_group_count or batch_group_count must be 1")
+    _check_groups(op, lhs.shape, rhs.shape, dn, fgc, bgc)
+    want = [None] * n
+    want[dn.out.index("b")] = _div(lhs.shape[dn.lhs.index("b")], bgc)
+    want[dn.out.index("f")] = rhs.shape[dn.rhs.index("o")]
+    for i, (li, ri, oi) in enumerate(zip(dn.spatial(dn.lhs), dn.spatial(dn.rhs),
+                                         dn.spatial(dn.out), strict=True)):
+        k = rhs.shape[ri]
+        want[oi] = None if k is None else num_windows(lhs.shape[li], k, strides[i], pad[i],
+                                                      lhs_dil[i], rhs_dil[i])
+    if not shapes_ok(tuple(want), r.shape):
+        fail(op, "C25", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+def _div(a: int | None, b: int) -> int | None:
+    return None if a is None else a // b
+
+
+def _check_labels(op: Op, labels: tuple[str, ...], n: int, letters: str, rule: str,
+                  what: str) -> None:
+    spatial = sorted(int(x) for x in labels if x.isdigit())
+    ok = (len(labels) == n and all(labels.count(c) == 1 for c in letters)
+          and spatial == list(range(n - 2)))
+    if not ok:
+        fail(op, rule, f"{what} dimension numbers [{', '.join(labels)}] must name "
+                       f"{', '.join(letters)} and spatial dimensions 0..{n - 3} once each")
+
+
+def _check_groups(op: Op, lhs: tuple, rhs: tuple, dn: A.ConvDimsAttr, fgc: int,
+                  bgc: int) -> None:
+    batch, feat = lhs[dn.lhs.index("b")], lhs[dn.lhs.index("f")]
+    kin, kout = rhs[dn.rhs.index("i")], rhs[dn.rhs.index("o")]
+    if batch is not None and batch % bgc:
+        fail(op, "C10", f"input batch dimension {batch} is not divisible by "
+                        f"batch_group_count {bgc}")
+    if feat is not None and feat % fgc:
+        fail(op, "C11", f"input feature dimension {feat} is not divisible by "
+                        f"feature_group_count {fgc}")
+    if feat is not None and kin is not None and kin != feat // fgc:
+        fail(op, "C14", f"kernel input feature dimension must be {feat // fgc}, got {kin}")
+    if kout is not None and kout % bgc:
+        fail(op, "C15", f"kernel output feature dimension {kout} is not divisible by "
+                        f"batch_group_count {bgc}")
+    if kout is not None and kout % fgc:
+        fail(op, "C16", f"kernel output feature dimension {kout} is not divisible by "
+                        f"feature_group_count {fgc}")

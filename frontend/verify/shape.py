@@ -1,0 +1,168 @@
+"""Shape ops: broadcast_in_dim, reshape, transpose, concatenate, slice, iota, pad, ..."""
+
+from __future__ import annotations
+
+import math
+
+from frontend.ir.core import Op
+from frontend.ir.types import TupleType
+from frontend.verify.common import (
+    dim_ok,
+    dims,
+    fail,
+    in_range,
+    shapes_ok,
+    size,
+    tensor,
+    unique,
+    verifies,
+)
+
+
+def _same_element(op: Op, rule: str) -> None:
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    if t.element != r.element:
+        fail(op, rule, f"result element type {r.element} differs from operand's {t.element}")
+
+
+@verifies("broadcast_in_dim")
+def verify_broadcast_in_dim(op: Op) -> None:
+    """(C1)-(C5) of broadcast_in_dim."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    bd = list(op.attr("broadcast_dimensions", []))
+    _same_element(op, "C1")
+    if len(bd) != t.rank:
+        fail(op, "C2", f"broadcast_dimensions has {len(bd)} entries but the operand has rank "
+                       f"{t.rank}")
+    in_range(op, "C3", "broadcast_dimensions", bd, r.rank)
+    unique(op, "C4", "broadcast_dimensions", bd)
+    for i, d in enumerate(bd):
+        if t.shape[i] not in (1, None) and not dim_ok(t.shape[i], r.shape[d]):
+            fail(op, "C5", f"operand dimension {i} of size {t.shape[i]} cannot broadcast to "
+                           f"result dimension {d} of size {r.shape[d]}")
+
+
+@verifies("reshape")
+def verify_reshape(op: Op) -> None:
+    """(C1) element types, (C2) element counts."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    _same_element(op, "C1")
+    a, b = size(t.shape), size(r.shape)
+    if a is not None and b is not None and a != b:
+        fail(op, "C2", f"cannot reshape {dims(t.shape)} ({a} elements) to {dims(r.shape)} "
+                       f"({b} elements)")
+
+
+@verifies("transpose")
+def verify_transpose(op: Op) -> None:
+    """(C1) element type, (C2) permutation, (C3) result shape."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    perm = list(op.attr("permutation", []))
+    _same_element(op, "C1")
+    if sorted(perm) != list(range(t.rank)):
+        fail(op, "C2", f"{perm} is not a permutation of range({t.rank})")
+    want = tuple(t.shape[p] for p in perm)
+    if not shapes_ok(want, r.shape):
+        fail(op, "C3", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("concatenate")
+def verify_concatenate(op: Op) -> None:
+    """(C1)-(C6) of concatenate."""
+    if not op.operands:
+        fail(op, "C3", "needs at least one input")
+    ts = [tensor(op, v, "input") for v in op.operands]
+    r = tensor(op, op.result_types[0], "result")
+    d = op.attr("dimension", 0)
+    for v, t in zip(op.operands, ts, strict=False):
+        if t.element != ts[0].element:
+            fail(op, "C1", f"input element types differ: {ts[0].element} vs {t.element}", v)
+    in_range(op, "C4", "dimension", [d], ts[0].rank)
+    for v, t in zip(op.operands, ts, strict=False):
+        pairs = enumerate(zip(t.shape, ts[0].shape, strict=False))
+        if t.rank != ts[0].rank or not all(dim_ok(a, b) for i, (a, b) in pairs if i != d):
+            fail(op, "C2", f"input shapes {dims(ts[0].shape)} and {dims(t.shape)} differ "
+                           f"outside dimension {d}", v)
+    if r.element != ts[0].element:
+        fail(op, "C5", f"result element type must be {ts[0].element}, got {r.element}")
+    parts = [t.shape[d] for t in ts]
+    total = sum(p for p in parts if p is not None) if None not in parts else None
+    want = tuple(total if i == d else x for i, x in enumerate(ts[0].shape))
+    if not shapes_ok(want, r.shape):
+        fail(op, "C6", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("slice")
+def verify_slice(op: Op) -> None:
+    """(C1)-(C5) of slice."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    start, limit, strides = (list(op.attr(k, [])) for k in
+                             ("start_indices", "limit_indices", "strides"))
+    _same_element(op, "C1")
+    if not len(start) == len(limit) == len(strides) == t.rank:
+        fail(op, "C2", f"start/limit/strides sizes {len(start)}/{len(limit)}/{len(strides)} "
+                       f"must equal the operand rank {t.rank}")
+    for i, (a, b, dim) in enumerate(zip(start, limit, t.shape, strict=False)):
+        if not (0 <= a <= b and (dim is None or b <= dim)):
+            fail(op, "C3", f"slice {a}:{b} is out of bounds for dimension {i} of size "
+                           f"{dims([dim])}")
+    for s in strides:
+        if s <= 0:
+            fail(op, "C4", f"strides must be positive, got {s}")
+    want = tuple(math.ceil((b - a) / s) for a, b, s in zip(start, limit, strides, strict=False))
+    if not shapes_ok(want, r.shape):
+        fail(op, "C5", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("iota")
+def verify_iota(op: Op) -> None:
+    """(C1) 0 <= iota_dimension < rank(output)."""
+    r = tensor(op, op.result_types[0], "result")
+    in_range(op, "C1", "iota_dimension", [op.attr("iota_dimension", 0)], r.rank)
+
+
+@verifies("reverse")
+def verify_reverse(op: Op) -> None:
+    """(C1) same type, (C2) unique dimensions, (C3) in range."""
+    t = tensor(op, op.operands[0], "operand")
+    d = list(op.attr("dimensions", []))
+    unique(op, "C2", "dimensions", d)
+    in_range(op, "C3", "dimensions", d, t.rank)
+
+
+@verifies("pad")
+def verify_pad(op: Op) -> None:
+    """(C1) element types, (C2) attribute sizes, (C3) interior >= 0, (C4) result shape."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    pv = tensor(op, op.operands[1], "padding_value")
+    if pv.element != t.element or pv.rank != 0:
+        fail(op, "C1", f"padding_value must be a scalar of {t.element}, got {pv}")
+    lo, hi, inner = (list(op.attr(k, [])) for k in
+                     ("edge_padding_low", "edge_padding_high", "interior_padding"))
+    if not len(lo) == len(hi) == len(inner) == t.rank:
+        fail(op, "C2", f"padding sizes must equal the operand rank {t.rank}")
+    if any(i < 0 for i in inner):
+        fail(op, "C3", f"interior_padding must be non-negative, got {inner}")
+    want = tuple(None if d is None else a + d + b + max(d - 1, 0) * i
+                 for d, a, b, i in zip(t.shape, lo, hi, inner, strict=False))
+    if not shapes_ok(want, r.shape):
+        fail(op, "C4", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+
+
+@verifies("get_tuple_element")
+def verify_get_tuple_element(op: Op) -> None:
+    """(C1) index in range, (C2) result type is the element's type."""
+    t = op.operands[0].type
+    if not isinstance(t, TupleType):
+        fail(op, "", f"operand must be a tuple, got {t}")
+    i = op.attr("index", 0)
+    if not 0 <= i < len(t.types):
+        fail(op, "C1", f"index {i} is out of range for {t}")
+    if op.result_types[0] != t.types[i]:
+        fail(op, "C2", f"result type must be {t.types[i]}, got {op.result_types[0]}")
