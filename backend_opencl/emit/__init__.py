@@ -1,0 +1,57 @@
+"""OpenCL C generation: one kernel per tensor-language function.
+
+``emit_program(program, target)`` returns the source of one OpenCL program holding
+every kernel plus shared helpers, and per kernel its launch plan and argument ABI.
+The instruction families live in ``scalar``, ``memref``, ``control`` and
+``collectives``; collectives build their loops through ``tiling``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backend_opencl.abi import ArgAbi
+from backend_opencl.emit import collectives, control, memref, scalar  # noqa: F401 (handlers)
+from backend_opencl.emit.cnames import kernel_c_name
+from backend_opencl.emit.kernel import KernelEmitter
+from backend_opencl.emit.target import DEFAULT_TARGET, KernelPlan, Target, choose_plan
+from backend_opencl.emit.unit import Unit
+from tensorlang.diagnostics import CompileError
+from tensorlang.ir.core import Program
+
+__all__ = ["DEFAULT_TARGET", "EmittedProgram", "KernelInfo", "Target", "emit_program"]
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the runtime needs to launch one kernel."""
+
+    name: str
+    c_name: str
+    plan: KernelPlan
+    abi: tuple[ArgAbi, ...]
+    local_mem_bytes: int
+
+
+@dataclass(frozen=True)
+class EmittedProgram:
+    """OpenCL C source and the kernels it defines, in program order."""
+
+    source: str
+    kernels: dict[str, KernelInfo]
+
+
+def emit_program(program: Program, target: Target = DEFAULT_TARGET) -> EmittedProgram:
+    """Generate OpenCL C for every function of ``program`` (barriers already inserted)."""
+    unit = Unit()
+    texts, infos = [], {}
+    for func in program.functions:
+        plan = choose_plan(func, target)
+        emitter = KernelEmitter(func, plan, target, unit)
+        texts.append(emitter.emit())
+        if emitter.slab_bytes() > target.local_mem_size:
+            raise CompileError.at(func.loc, f"@{func.name} needs {emitter.slab_bytes()} bytes "
+                                  f"of local memory; the device has {target.local_mem_size}")
+        infos[func.name] = KernelInfo(func.name, kernel_c_name(func.name), plan,
+                                      tuple(emitter.abi), emitter.slab_bytes())
+    return EmittedProgram(unit.source(texts), infos)

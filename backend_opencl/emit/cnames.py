@@ -1,0 +1,100 @@
+"""OpenCL C spellings of tensor-language types and constants."""
+
+from __future__ import annotations
+
+import math
+
+from tensorlang.ir.types import AddressSpace, MemRefType, ScalarType
+
+_CTYPES = {
+    "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "index": "long",
+    "f32": "float", "f64": "double", "c32": "float2", "c64": "double2",
+}
+_STORAGE = {"i1": "char"}  # bool cannot live in memory or be a kernel argument
+_REAL = {"c32": "f32", "c64": "f64"}
+
+C_KEYWORDS = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while bool half kernel global local private constant read_only
+write_only uchar ushort uint ulong float2 double2 true false half2 event_t sampler_t
+image2d_t size_t ptrdiff_t barrier fmod mem_fence NAN INFINITY
+""".split())
+
+
+OPENCL_BUILTINS = frozenset("""
+select min max clamp mad fma abs sqrt rsqrt exp exp2 log log2 sin cos tan pow pown dot
+cross length normalize any all sign step smoothstep mix floor ceil round trunc printf
+fabs fmin fmax hypot isnan isinf nan shuffle upsample rotate popcount work_group_barrier
+""".split())
+
+
+def kernel_c_name(name: str) -> str:
+    """The C name of the kernel of function ``@name``: the IR name unless it would clash
+    with a C keyword, an OpenCL builtin or a tlc helper (then ``tlc_kernel_<name>``)."""
+    prefixes = ("get_", "tlc_", "as_", "convert_", "atomic_", "atom_", "vload", "vstore")
+    if name in C_KEYWORDS or name in OPENCL_BUILTINS or name.startswith(prefixes):
+        return f"tlc_kernel_{name}"
+    return name
+
+
+def ctype(t: ScalarType) -> str:
+    """The C type of a scalar held in a variable."""
+    return _CTYPES[t.name]
+
+
+def storage_type(t: ScalarType) -> str:
+    """The C type of a scalar held in memory or passed as a kernel argument."""
+    return _STORAGE.get(t.name, _CTYPES[t.name])
+
+
+def real_type(t: ScalarType) -> str:
+    """The C type of a complex type's parts (the type itself for real types)."""
+    return _CTYPES[_REAL.get(t.name, t.name)]
+
+
+def address_space(t: MemRefType) -> str:
+    """``global`` or ``local``."""
+    return "local" if t.addrspace is AddressSpace.LOCAL else "global"
+
+
+def pointer_type(t: MemRefType, const: bool = False) -> str:
+    """``global float*`` for a memref's base pointer."""
+    qual = "const " if const else ""
+    return f"{address_space(t)} {qual}{storage_type(t.element)}*"
+
+
+def float_literal(value: float, t: str) -> str:
+    """A C literal of real type ``t`` ('float' or 'double')."""
+    if math.isnan(value):
+        text = "NAN"
+    elif math.isinf(value):
+        text = "INFINITY" if value > 0 else "(-INFINITY)"
+    else:
+        text = repr(float(value))
+        if "e" not in text and "." not in text:
+            text += ".0"
+        text += "f" if t == "float" else ""
+        return text if value >= 0 else f"({text})"
+    return text if t == "float" else f"((double){text})"
+
+
+def literal(value: object, t: ScalarType) -> str:
+    """A C literal for ``value`` of scalar type ``t``."""
+    if t.is_complex:
+        z = complex(value)  # type: ignore[arg-type]
+        part = real_type(t)
+        return f"(({ctype(t)})({float_literal(z.real, part)}, {float_literal(z.imag, part)}))"
+    if t.is_float:
+        return float_literal(float(value), ctype(t))  # type: ignore[arg-type]
+    if t.is_bool:
+        return "true" if value else "false"
+    number = int(value)  # type: ignore[call-overload]
+    if t.bits == 64:
+        return f"({number}L)" if number < 0 else f"{number}L"
+    return f"({number})" if number < 0 else str(number)
+
+
+def zero(t: ScalarType) -> str:
+    """The C literal 0 of type ``t``."""
+    return literal(0, t)

@@ -1,0 +1,151 @@
+"""Memory instructions: load, store, views (subview, expand, fuse), size, alloca."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from backend_opencl.emit.cnames import pointer_type, storage_type
+from backend_opencl.emit.kernel import SLAB, KernelEmitter, handler
+from backend_opencl.emit.view import MemView, add, is_literal, mul
+from tensorlang.ir.core import Instruction
+from tensorlang.ir.ops import Slice
+from tensorlang.ir.types import GroupType, MemRefType
+
+
+@handler("load")
+def emit_load(em: KernelEmitter, inst: Instruction) -> None:
+    """``load``: an element of a memref, or a member of a group (a new view)."""
+    indices = [em.scalar(v) for v in inst.operand("indices")]
+    source = inst.operand("operand")
+    if isinstance(source.type, GroupType):
+        _load_member(em, inst, indices[0])
+    else:
+        em.define(inst.result, em.view(source).at(indices))
+
+
+def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
+    group = em.group(inst.operand("operand"))
+    t: MemRefType = inst.result.type
+    name = em.namer.fresh(inst.result.name or "member")
+    base = f"({pointer_type(t)}){group.table}[{index}]" if group.base is None else \
+        f"{group.base} + {group.table}[{index}]"
+    offset = "" if group.offset == "0" else f" + {group.offset}"
+    em.w.line(f"{pointer_type(t)} {name} = {base}{offset};")
+
+    def member(expr: str, hint: str) -> str:
+        if is_literal(expr):
+            return expr
+        var = em.namer.fresh(f"{name}_{hint}")
+        em.w.line(f"const long {var} = {expr}[{index}];")
+        return var
+
+    shape = tuple(member(s, f"size{m}") for m, s in enumerate(group.shape))
+    strides = tuple(member(s, f"stride{m}") for m, s in enumerate(group.strides))
+    em.env[inst.result] = MemView(t, name, shape, strides)
+
+
+@handler("store")
+def emit_store(em: KernelEmitter, inst: Instruction) -> None:
+    """``store``: one element."""
+    indices = [em.scalar(v) for v in inst.operand("indices")]
+    view = em.view(inst.operand("operand"))
+    em.w.line(f"{view.at(indices)} = {em.scalar(inst.operand('value'))};")
+
+
+def _dynamic(em: KernelEmitter, inst: Instruction) -> Iterator[str]:
+    for value in inst.operand("dynamic"):
+        yield em.scalar(value)
+
+
+def _pick(static: int | None, dynamic: Iterator[str]) -> str:
+    return str(static) if static is not None else next(dynamic)
+
+
+def _bind_view(em: KernelEmitter, inst: Instruction, src: MemView, offset: str,
+               shape: list[str], strides: list[str]) -> None:
+    t: MemRefType = inst.result.type
+    hint = inst.result.name or "view"
+    ptr = src.ptr
+    if offset != "0":
+        ptr = em.namer.fresh(hint)
+        em.w.line(f"{pointer_type(t)} {ptr} = {src.ptr} + {offset};")
+    shape = [str(s) if s is not None else em.long_var(e, f"{hint}_size{m}")
+             for m, (s, e) in enumerate(zip(t.shape, shape, strict=False))]
+    strides = [str(s) if s is not None else em.long_var(e, f"{hint}_stride{m}")
+               for m, (s, e) in enumerate(zip(t.strides, strides, strict=False))]
+    em.env[inst.result] = MemView(t, ptr, tuple(shape), tuple(strides))
+
+
+@handler("subview")
+def emit_subview(em: KernelEmitter, inst: Instruction) -> None:
+    """``subview``: offset the pointer, keep strides, drop index-only modes."""
+    src = em.view(inst.operand("operand"))
+    dynamic = _dynamic(em, inst)
+    offsets, shape, strides = [], [], []
+    slices: tuple[Slice, ...] = inst.attr("slices")
+    for mode, piece in enumerate(slices):
+        if piece.full:
+            shape.append(src.shape[mode])
+            strides.append(src.strides[mode])
+            continue
+        offsets.append(mul(_pick(piece.offset, dynamic), src.strides[mode]))
+        size = _pick(piece.size, dynamic)
+        if size != "0":
+            shape.append(size)
+            strides.append(src.strides[mode])
+    _bind_view(em, inst, src, add(*offsets), shape, strides)
+
+
+@handler("expand")
+def emit_expand(em: KernelEmitter, inst: Instruction) -> None:
+    """``expand``: one mode becomes several with canonical strides inside it."""
+    src = em.view(inst.operand("operand"))
+    mode: int = inst.attr("mode")
+    dynamic = _dynamic(em, inst)
+    sizes = [_pick(s, dynamic) for s in inst.attr("shape")]
+    new_strides, stride = [], src.strides[mode]
+    for size in sizes:
+        new_strides.append(stride)
+        stride = mul(stride, size)
+    shape = list(src.shape[:mode]) + sizes + list(src.shape[mode + 1:])
+    strides = list(src.strides[:mode]) + new_strides + list(src.strides[mode + 1:])
+    _bind_view(em, inst, src, "0", shape, strides)
+
+
+@handler("fuse")
+def emit_fuse(em: KernelEmitter, inst: Instruction) -> None:
+    """``fuse``: modes [from, to] become one with the first mode's stride."""
+    src = em.view(inst.operand("operand"))
+    first, last = inst.attr("from_mode"), inst.attr("to_mode")
+    size = "1"
+    for s in src.shape[first:last + 1]:
+        size = mul(size, s)
+    shape = list(src.shape[:first]) + [size] + list(src.shape[last + 1:])
+    strides = list(src.strides[:first]) + [src.strides[first]] + list(src.strides[last + 1:])
+    _bind_view(em, inst, src, "0", shape, strides)
+
+
+@handler("size")
+def emit_size(em: KernelEmitter, inst: Instruction) -> None:
+    """``size``: a mode size."""
+    em.define(inst.result, em.view(inst.operand("operand")).shape[inst.attr("mode")])
+
+
+@handler("alloca")
+def emit_alloca(em: KernelEmitter, inst: Instruction) -> None:
+    """``alloca``: a pointer into the kernel's local memory slab."""
+    t: MemRefType = inst.result.type
+    em.use_type(t)
+    offset = em.local.offsets[inst]
+    name = em.namer.fresh(inst.result.name or "tmp")
+    if inst in em.local.reused:
+        em.w.line("barrier(CLK_LOCAL_MEM_FENCE); // local memory reused")
+    em.w.line(f"local {storage_type(t.element)}* {name} = "
+              f"(local {storage_type(t.element)}*)((local char*){SLAB} + {offset});")
+    em.env[inst.result] = MemView(t, name, tuple(map(str, t.shape)), tuple(map(str, t.strides)))
+
+
+@handler("lifetime_stop")
+def emit_lifetime_stop(em: KernelEmitter, inst: Instruction) -> None:
+    """``lifetime_stop``: only affects local memory planning."""
+    em.w.line(f"// lifetime of {em.view(inst.operand('operand')).ptr} ends")

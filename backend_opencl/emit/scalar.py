@@ -1,0 +1,127 @@
+"""Scalar instructions: arith, cast, cmp, constant and the work-group queries."""
+
+from __future__ import annotations
+
+from backend_opencl.emit import prelude
+from backend_opencl.emit.cnames import ctype, literal, real_type
+from backend_opencl.emit.kernel import KernelEmitter, handler
+from tensorlang.ir.core import Instruction
+from tensorlang.ir.ops import ArithOp, CmpCond
+from tensorlang.ir.types import ScalarType
+
+_BINARY = {
+    ArithOp.ADD: "+", ArithOp.SUB: "-", ArithOp.MUL: "*", ArithOp.DIV: "/", ArithOp.REM: "%",
+    ArithOp.SHL: "<<", ArithOp.SHR: ">>", ArithOp.AND: "&", ArithOp.OR: "|", ArithOp.XOR: "^",
+}
+_CMP = {CmpCond.EQ: "==", CmpCond.NE: "!=", CmpCond.GT: ">", CmpCond.GE: ">=",
+        CmpCond.LT: "<", CmpCond.LE: "<="}
+
+
+def binary(op: ArithOp, t: ScalarType, a: str, b: str) -> str:
+    """C for ``a op b`` on type ``t``."""
+    if t.is_complex and op in (ArithOp.MUL, ArithOp.DIV):
+        helper = prelude.cmul(t.name) if op is ArithOp.MUL else prelude.cdiv(t.name)
+        return f"{helper}({a}, {b})"
+    if op is ArithOp.REM and not t.is_int:
+        return f"fmod({a}, {b})"
+    if t.is_bool and op in (ArithOp.ADD, ArithOp.SUB):
+        return f"({a} != {b})"  # arithmetic modulo 2
+    if t.is_bool and op is ArithOp.MUL:
+        return f"({a} && {b})"
+    return f"{a} {_BINARY[op]} {b}"
+
+
+@handler("arith")
+def emit_arith(em: KernelEmitter, inst: Instruction) -> None:
+    """``arith.<op>``."""
+    t: ScalarType = inst.attr("type")
+    op: ArithOp = inst.attr("op")
+    a = em.scalar(inst.operand("a"))
+    if op is ArithOp.NEG:
+        expr = a if t.is_bool else f"-{a}"
+    elif op is ArithOp.NOT:
+        expr = f"!{a}" if t.is_bool else f"~{a}"
+    else:
+        expr = binary(op, t, a, em.scalar(inst.operand("b")))
+    em.define(inst.result, expr)
+
+
+@handler("cast")
+def emit_cast(em: KernelEmitter, inst: Instruction) -> None:
+    """``cast``: C conversions; real -> complex puts the value in the real part."""
+    src: ScalarType = inst.attr("from_type")
+    dst: ScalarType = inst.attr("to_type")
+    em.use_type(src)
+    a = em.scalar(inst.operand("a"))
+    em.define(inst.result, cast(a, src, dst))
+
+
+def cast(a: str, src: ScalarType, dst: ScalarType) -> str:
+    """C converting ``a`` from ``src`` to ``dst``."""
+    if src == dst:
+        return a
+    if dst.is_bool:
+        return f"({a}.x != 0 || {a}.y != 0)" if src.is_complex else f"({a} != 0)"
+    if dst.is_complex:
+        if src.is_complex:
+            return f"convert_{ctype(dst)}({a})"
+        part = real_type(dst)
+        return f"(({ctype(dst)})(({part}){a}, 0))"
+    if src.is_complex:
+        return f"(({ctype(dst)}){a}.x)"
+    return f"(({ctype(dst)}){a})"
+
+
+@handler("cmp")
+def emit_cmp(em: KernelEmitter, inst: Instruction) -> None:
+    """``cmp.<cond>``; complex values compare equal part by part."""
+    t: ScalarType = inst.attr("type")
+    cond: CmpCond = inst.attr("cond")
+    a, b = em.scalar(inst.operand("a")), em.scalar(inst.operand("b"))
+    if t.is_complex:
+        expr = f"({a}.x == {b}.x && {a}.y == {b}.y)"
+        expr = expr if cond is CmpCond.EQ else f"!{expr}"
+    else:
+        expr = f"{a} {_CMP[cond]} {b}"
+    em.define(inst.result, expr)
+
+
+@handler("constant")
+def emit_constant(em: KernelEmitter, inst: Instruction) -> None:
+    """``constant``: a named C constant; its value is kept for specialisation."""
+    t: ScalarType = inst.attr("type")
+    value = inst.attr("value")
+    em.consts[inst.result] = value
+    em.define(inst.result, literal(value, t))
+
+
+@handler("group_id")
+def emit_group_id(em: KernelEmitter, inst: Instruction) -> None:
+    """``group_id``: the work-group's index along the launch."""
+    em.define(inst.result, "(long)get_group_id(0)", "gid")
+
+
+@handler("group_size")
+def emit_group_size(em: KernelEmitter, inst: Instruction) -> None:
+    """``group_size``: the number of work-groups launched."""
+    em.define(inst.result, "(long)get_num_groups(0)", "num_groups")
+
+
+@handler("subgroup_size", "num_subgroups", "subgroup_id", "subgroup_local_id")
+def emit_subgroup_query(em: KernelEmitter, inst: Instruction) -> None:
+    """Subgroup queries: native builtins, or emulated from the linear local id."""
+    if em.plan.native_subgroups:
+        builtin = {"subgroup_size": "get_sub_group_size", "num_subgroups": "get_num_sub_groups",
+                   "subgroup_id": "get_sub_group_id",
+                   "subgroup_local_id": "get_sub_group_local_id"}[inst.name]
+        em.define(inst.result, f"(int){builtin}()")
+        return
+    sg = em.plan.subgroup_size
+    lid = em.local_id()
+    expr = {
+        "subgroup_size": str(sg),
+        "num_subgroups": str(em.plan.num_work_items // sg),
+        "subgroup_id": f"(int)({lid} / {sg})",
+        "subgroup_local_id": f"(int)({lid} % {sg})",
+    }[inst.name]
+    em.define(inst.result, expr)

@@ -1,0 +1,105 @@
+"""What code generation needs to know about a device, and the per-kernel launch plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tensorlang.diagnostics import CompileError
+from tensorlang.ir.core import Function
+
+EMULATED_SUBGROUP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+"""Subgroup sizes offered on devices without subgroups (emulated from local ids)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Device facts used by code generation (see :func:`target_from_device`)."""
+
+    kind: str = "cpu"  # "cpu" or "gpu"
+    max_work_group_size: int = 4096
+    local_mem_size: int = 1 << 20
+    subgroup_sizes: tuple[int, ...] = ()
+    intel_subgroups: bool = False
+    has_fp64: bool = True
+    has_int64_atomics: bool = True
+    has_svm: bool = True
+
+    @property
+    def native_subgroups(self) -> bool:
+        """True when subgroup builtins exist and a size can be required (cl_intel_subgroups)."""
+        return self.intel_subgroups and bool(self.subgroup_sizes)
+
+    @property
+    def offered_subgroup_sizes(self) -> tuple[int, ...]:
+        """Native sizes, or the emulated ones when the device has none."""
+        return self.subgroup_sizes if self.native_subgroups else EMULATED_SUBGROUP_SIZES
+
+
+DEFAULT_TARGET = Target()
+
+
+def target_from_device(device: object) -> Target:
+    """A :class:`Target` from a ``backend_opencl.runtime.Device``."""
+    extensions = set(getattr(device, "extensions", ()) or ())
+    return Target(
+        kind="gpu" if "gpu" in str(getattr(device, "kind", "cpu")).lower() else "cpu",
+        max_work_group_size=int(getattr(device, "max_work_group_size", 256)),
+        local_mem_size=int(getattr(device, "local_mem_size", 32768)),
+        subgroup_sizes=tuple(getattr(device, "subgroup_sizes", ()) or ()),
+        intel_subgroups="cl_intel_subgroups" in extensions,
+        has_fp64=bool(getattr(device, "has_fp64", True)),
+        has_int64_atomics="cl_khr_int64_base_atomics" in extensions,
+        has_svm=bool(getattr(device, "has_svm", True)),
+    )
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """How one kernel runs: work-group size, subgroup size and the collectives' tiling style.
+
+    ``blocked``: each work-item owns a contiguous block of rows (CPU: vectorisable inside a
+    work-item); otherwise rows are interleaved across work-items (GPU: coalesced).
+    """
+
+    work_group_size: tuple[int, int]
+    subgroup_size: int
+    native_subgroups: bool
+    blocked: bool
+
+    @property
+    def num_work_items(self) -> int:
+        """Work-items per work-group."""
+        return self.work_group_size[0] * self.work_group_size[1]
+
+
+def choose_plan(func: Function, target: Target) -> KernelPlan:
+    """The plan for ``func`` on ``target``, following the reference's work-group rules."""
+    offered = target.offered_subgroup_sizes
+    sg = func.subgroup_size
+    if sg is not None and sg not in offered:
+        raise CompileError.at(func.loc, f"subgroup_size({sg}) is not supported by the device "
+                              f"(supported: {', '.join(map(str, offered))})")
+    wg = func.work_group_size or _default_wg(target, sg)
+    if wg[0] < 1 or wg[1] < 1 or wg[0] * wg[1] > target.max_work_group_size:
+        raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}) exceeds the "
+                              f"device's maximum of {target.max_work_group_size} work-items")
+    if sg is None:
+        fits = [s for s in offered if wg[0] % s == 0]
+        if not fits:
+            raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}): the first "
+                                  "mode must be a multiple of a supported subgroup size "
+                                  f"({', '.join(map(str, offered))})")
+        sg = max(fits)
+    elif wg[0] % sg:
+        raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}): the first mode "
+                              f"must be a multiple of subgroup_size({sg})")
+    return KernelPlan(wg, sg, target.native_subgroups, blocked=target.kind == "cpu")
+
+
+def _default_wg(target: Target, sg: int | None) -> tuple[int, int]:
+    if target.kind == "cpu":
+        return (sg or 1, 1)
+    sizes = target.offered_subgroup_sizes
+    first = sg or (32 if 32 in sizes else max(s for s in sizes if s <= 64))
+    rows = max(1, min(4, target.max_work_group_size // first))
+    return (first, rows)

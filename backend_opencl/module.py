@@ -1,0 +1,296 @@
+"""A compiled module: its kernels are attributes you call with numpy or pyopencl arrays.
+
+``mod.fused_kernel(alpha, A_list, B, C, D, num_groups=n)`` checks every argument against
+the kernel's signature first (count, dtype, shape, strides, group sizes) and raises
+:class:`~tensorlang.diagnostics.LaunchError` before anything runs.  numpy arrays bind to
+memrefs by shape and strides (no silent copies into another layout); results are copied
+back into the numpy arrays the kernel writes.  pyopencl arrays are used in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backend_opencl.abi import ArgAbi, ParamKind
+from backend_opencl.emit import EmittedProgram, KernelInfo
+from backend_opencl.runtime import build, launch, memory
+from tensorlang.diagnostics import LaunchError
+from tensorlang.ir.core import Program
+from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
+from tensorlang.passes.effects import written_arguments
+
+NUMPY_DTYPES = {
+    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "index": np.int64, "f32": np.float32, "f64": np.float64, "c32": np.complex64,
+    "c64": np.complex128,
+}
+
+
+@dataclass(frozen=True)
+class Group:
+    """A list of arrays bound to a group argument, with its offset when that is dynamic."""
+
+    arrays: list[Any]
+    offset: int = 0
+
+
+class Module:
+    """The kernels of one compiled program, callable by name."""
+
+    def __init__(self, emitted: EmittedProgram, program: Program, device: Any) -> None:
+        self.source = emitted.source
+        self.device = device
+        names = tuple(info.c_name for info in emitted.kernels.values())
+        self._program = build.build_program(device, emitted.source, (), names)
+        self.kernels = {
+            name: Kernel(info, self._program, device,
+                         frozenset(written_arguments(program.function(name))))
+            for name, info in emitted.kernels.items()
+        }
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"module has no kernel {name!r} (kernels: {', '.join(kernels)})")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.kernels))
+
+
+class Kernel:
+    """One callable kernel: ``kernel(*args, num_groups=n)``."""
+
+    def __init__(self, info: KernelInfo, program: Any, device: Any,
+                 written: frozenset[int]) -> None:
+        self.info = info
+        self.name = info.name
+        self.device = device
+        self.written = written
+        self._kernel = launch.get_kernel(program, info.c_name)
+
+    def __call__(self, *args: Any, num_groups: int = 1) -> None:
+        """Check the arguments, run ``num_groups`` work-groups, copy results back."""
+        abi = self.info.abi
+        if len(args) != len(abi):
+            raise LaunchError(f"{self.name}: expected {len(abi)} arguments "
+                              f"({', '.join('%' + a.value.name for a in abi)}), "
+                              f"got {len(args)}")
+        if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
+                or num_groups < 0:
+            raise LaunchError(f"{self.name}: num_groups must be a non-negative integer, "
+                              f"got {num_groups!r}")
+        binders = [self._check(i, a, v, int(num_groups)) for i, (a, v) in
+                   enumerate(zip(abi, args, strict=True))]
+        if num_groups == 0:
+            return
+        ctx, queue = self.device.context, self.device.queue
+        kernel_args: list[Any] = []
+        backs = []
+        for binder in binders:
+            values, back = binder(ctx, queue)
+            kernel_args += values
+            if back is not None:
+                backs.append(back)
+        launch.launch(queue, self._kernel, kernel_args, int(num_groups),
+                      self.info.plan.work_group_size)
+        launch.finish(queue)
+        for back in backs:
+            back()
+
+    # -- argument checking (no device work) ------------------------------------------------
+
+    def _check(self, index: int, arg: ArgAbi, value: Any, num_groups: int) -> Binder:
+        where = f"{self.name}: argument {index + 1} (%{arg.value.name}: {arg.type})"
+        t = arg.type
+        writes = index in self.written
+        if isinstance(t, ScalarType):
+            scalar = check_scalar(value, t, where)
+            return lambda ctx, queue: ([scalar], None)
+        if isinstance(t, MemRefType):
+            return _memref_binder(value, t, arg, where, writes)
+        assert isinstance(t, GroupType)
+        svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
+        return _group_binder(value, t, arg, where, writes, num_groups, svm)
+
+
+Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
+
+
+def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
+    """``value`` as a numpy scalar of ``t``'s dtype, or LaunchError."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    ok = {
+        "int": (bool, int, np.integer, np.bool_),
+        "float": (int, float, np.integer, np.floating),
+        "complex": (int, float, complex, np.number),
+    }[t.kind.value]
+    if not isinstance(value, ok) or (t.is_int and not t.is_bool
+                                     and isinstance(value, (bool, np.bool_))):
+        raise LaunchError(f"{where}: expected a {t} scalar, got {type(value).__name__}")
+    dtype = np.dtype(NUMPY_DTYPES[t.name])
+    if isinstance(value, np.generic) and value.dtype != dtype:
+        raise LaunchError(f"{where}: expected a {t} ({dtype.name}) scalar, got a numpy "
+                          f"{value.dtype.name}; Python numbers are converted, numpy scalars "
+                          "must match")
+    if t.is_bool:
+        return np.int8(bool(value))
+    if t.is_int:
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise LaunchError(f"{where}: {value} does not fit in {t}")
+    return dtype.type(value)
+
+
+def array_layout(arr: Any, t: MemRefType, where: str) -> tuple[list[int], list[int], int]:
+    """Check ``arr`` against ``t``; return its shape, element strides and span in elements."""
+    dtype = np.dtype(NUMPY_DTYPES[t.element.name])
+    if not hasattr(arr, "dtype") or not hasattr(arr, "strides"):
+        raise LaunchError(f"{where}: expected a numpy or pyopencl array, "
+                          f"got {type(arr).__name__}")
+    if arr.dtype != dtype:
+        raise LaunchError(f"{where}: expected dtype {dtype.name}, got {arr.dtype.name}")
+    if arr.ndim != t.order:
+        raise LaunchError(f"{where}: expected {t.order} dimensions, got shape {arr.shape}")
+    shape = [int(n) for n in arr.shape]
+    for mode, (want, got) in enumerate(zip(t.shape, shape, strict=True)):
+        if want is not None and want != got:
+            raise LaunchError(f"{where}: mode {mode} must have size {want}, "
+                              f"got shape {tuple(shape)}")
+    strides = _element_strides(arr, t, shape, where)
+    return shape, strides, memory.span_elements(shape, strides)
+
+
+def _element_strides(arr: Any, t: MemRefType, shape: list[int], where: str) -> list[int]:
+    strides: list[int] = []
+    expected = 1
+    for mode, (size, byte_stride) in enumerate(zip(shape, arr.strides, strict=True)):
+        declared = t.strides[mode]
+        if size == 1:
+            stride = declared if declared is not None else expected
+        elif byte_stride <= 0 or byte_stride % arr.dtype.itemsize:
+            raise LaunchError(f"{where}: mode {mode} has stride {byte_stride} bytes; strides "
+                              "must be positive multiples of the element size")
+        else:
+            stride = byte_stride // arr.dtype.itemsize
+        if declared is not None and size > 1 and declared != stride:
+            raise LaunchError(
+                f"{where}: array strides {_elements(arr)} (in elements) do not fit the "
+                f"memref layout strided<{','.join(map(dim_str, t.strides))}>; pass an array with "
+                "that layout (e.g. np.asfortranarray) or declare dynamic strides")
+        if size > 1 and stride < expected and t.strides[mode] is None:
+            raise LaunchError(f"{where}: array strides {_elements(arr)} are not column-major "
+                              "(each stride must be at least the previous stride times size)")
+        strides.append(stride)
+        expected = max(expected, stride * size)
+    return strides
+
+
+def _elements(arr: Any) -> tuple[int, ...]:
+    return tuple(s // arr.dtype.itemsize for s in arr.strides)
+
+
+def _dynamic_values(t: MemRefType, arg: ArgAbi, shape: list[int],
+                    strides: list[int]) -> list[int]:
+    values = []
+    for p in arg.params:
+        if p.kind in (ParamKind.SIZE, ParamKind.GROUP_SIZE):
+            values.append(shape[p.mode])
+        elif p.kind in (ParamKind.STRIDE, ParamKind.GROUP_STRIDE):
+            values.append(strides[p.mode])
+    return values
+
+
+def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool) -> Binder:
+    shape, strides, span = array_layout(value, t, where)
+    dims = [np.int64(v) for v in _dynamic_values(t, arg, shape, strides)]
+    if memory.is_device_array(value):
+        return lambda ctx, queue: ([memory.device_buffer(value)] + dims, None)
+    if not isinstance(value, np.ndarray):
+        raise LaunchError(f"{where}: expected a numpy or pyopencl array")
+    if writes and not value.flags.writeable:
+        raise LaunchError(f"{where}: the kernel writes this argument but the array is "
+                          "read-only")
+
+    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
+        buf, back = memory.upload(ctx, queue, value, span, writes)
+        return [buf] + dims, back
+
+    return bind
+
+
+def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+                  num_groups: int, svm: bool) -> Binder:
+    offset = value.offset if isinstance(value, Group) else 0
+    members = value.arrays if isinstance(value, Group) else value
+    if not isinstance(members, (list, tuple)):
+        raise LaunchError(f"{where}: expected a list of numpy arrays for a group argument, "
+                          f"got {type(members).__name__}")
+    if len(members) < num_groups:
+        raise LaunchError(f"{where}: the group has {len(members)} arrays but {num_groups} "
+                          "work-groups were asked for (group_id indexes the group)")
+    if t.offset is not None and isinstance(value, Group) and value.offset != t.offset:
+        raise LaunchError(f"{where}: the group's offset is {t.offset}, got {value.offset}")
+    offset = t.offset if t.offset is not None else offset
+    layouts = _member_layouts(members, t, where, offset)
+    per_param = list(zip(*[_dynamic_values(t.memref, arg, s, st) for s, st, _ in layouts],
+                         strict=True)) if layouts and t.memref.dynamic_dims else []
+    if any(isinstance(m, np.ndarray) and not m.flags.writeable for m in members) and writes:
+        raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
+
+    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
+        spans = [span for _, _, span in layouts]
+        args, keep, back = memory.upload_group(ctx, queue, members, spans, writes, svm)
+        extra = [memory.index_array(ctx, values) for values in per_param]
+        if t.offset is None:
+            extra.append(np.int64(offset))
+        return args + extra, _keep_alive(back, keep)
+
+    return bind
+
+
+def _keep_alive(back: Callable[[], None] | None, keep: list[Any]) -> Callable[[], None]:
+    def run() -> None:
+        if back is not None:
+            back()
+        keep.clear()
+
+    return run
+
+
+def _member_layouts(members: list[Any] | tuple[Any, ...], t: GroupType, where: str,
+                    offset: int) -> list[tuple[list[int], list[int], int]]:
+    """Check every member; members with the same dtype, shape and strides are checked once."""
+    seen: dict[tuple[Any, ...], tuple[list[int], list[int], int]] = {}
+    layouts = []
+    for k, member in enumerate(members):
+        key = (type(member), getattr(member, "dtype", None), getattr(member, "shape", None),
+               getattr(member, "strides", None))
+        layout = seen.get(key)
+        if layout is None:
+            layout = seen[key] = _member_layout(member, t, where, k, offset)
+        layouts.append(layout)
+    return layouts
+
+
+def _member_layout(member: Any, t: GroupType, where: str, k: int,
+                   offset: int) -> tuple[list[int], list[int], int]:
+    if not isinstance(member, np.ndarray):
+        raise LaunchError(f"{where}: member {k} must be a numpy array, "
+                          f"got {type(member).__name__}")
+    if offset == 0:
+        return array_layout(member, t.memref, f"{where}, member {k}")
+    if not t.memref.is_static:
+        raise LaunchError(f"{where}: groups with an offset need static memref types")
+    need = offset + memory.span_elements(t.memref.shape, t.memref.strides)  # type: ignore[arg-type]
+    flat_ok = member.ndim == 1 and member.strides[0] == member.itemsize
+    if not flat_ok or member.size < need or member.dtype != NUMPY_DTYPES[t.memref.element.name]:
+        raise LaunchError(f"{where}: member {k} must be a contiguous 1-D "
+                          f"{t.memref.element} array of at least {need} elements (offset "
+                          f"{offset})")
+    return [need], [1], need

@@ -1,0 +1,105 @@
+"""Building OpenCL programs: in-memory and on-disk caches, and build failures as compiler bugs.
+
+``build_program(device, source, options)`` returns a built ``pyopencl.Program``.  A
+program is built once per process per (device, source, options); pyopencl's binary
+cache under :func:`cache_directory` makes later processes skip the OpenCL compiler.
+When the device's compiler rejects generated code, the source is saved and
+:class:`OpenCLBuildError` names the kernels and quotes the build log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyopencl as cl
+
+from tensorlang.diagnostics import TlcError
+
+CACHE_ENV = "TLC_CACHE_DIR"
+
+
+class OpenCLBuildError(TlcError):
+    """The OpenCL compiler rejected code tlc generated: a bug in tlc, reported as one."""
+
+
+@dataclass
+class BuildStats:
+    """Counters for tests and reports: builds done and cache hits in this process."""
+
+    builds: int = 0
+    memory_hits: int = 0
+    seconds: float = 0.0
+
+
+STATS = BuildStats()
+_PROGRAMS: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+_LOCK = threading.Lock()
+
+
+def cache_directory() -> str | None:
+    """Where built binaries are kept: ``$TLC_CACHE_DIR`` or ``~/.cache/tlc/opencl``.
+
+    ``TLC_CACHE_DIR=off`` disables the disk cache.
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured == "off":
+        return None
+    path = Path(configured) if configured else Path.home() / ".cache" / "tlc" / "opencl"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(path)
+
+
+def build_program(device: Any, source: str, options: tuple[str, ...] = (),
+                  kernel_names: tuple[str, ...] = ()) -> Any:
+    """The built program for ``source`` on ``device`` (a ``runtime.Device``), cached."""
+    key = (device.key, hashlib.sha256(source.encode()).hexdigest(), tuple(options))
+    with _LOCK:
+        program = _PROGRAMS.get(key)
+        if program is not None:
+            STATS.memory_hits += 1
+            return program
+        start = time.perf_counter()
+        program = _build(device, source, options, kernel_names)
+        STATS.builds += 1
+        STATS.seconds += time.perf_counter() - start
+        _PROGRAMS[key] = program
+        return program
+
+
+def _build(device: Any, source: str, options: tuple[str, ...],
+           kernel_names: tuple[str, ...]) -> Any:
+    program = cl.Program(device.context, source)
+    try:
+        return program.build(options=list(options), devices=[device.cl_device],
+                             cache_dir=cache_directory())
+    except cl.Error as err:
+        saved = _save_failed_source(source)
+        names = ", ".join(kernel_names) or "<unknown>"
+        raise OpenCLBuildError(
+            f"internal compiler error: the OpenCL compiler of {device.name!r} rejected the "
+            f"code tlc generated for kernel(s) {names}.\nThis is a bug in tlc; please report "
+            f"it with the saved source.\nsource saved as: {saved}\n"
+            f"build options: {' '.join(options) or '(none)'}\nbuild log:\n{err}") from None
+
+
+def _save_failed_source(source: str) -> str:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"tlc-build-failure-{digest}.cl"
+    path.write_text(source)
+    return str(path)
+
+
+def clear_memory_cache() -> None:
+    """Forget built programs of this process (the disk cache stays)."""
+    with _LOCK:
+        _PROGRAMS.clear()
