@@ -61,8 +61,9 @@ from tensorlang.syntax.errors import convert
 @cache
 def _lark() -> Lark:
     grammar = files("tensorlang.syntax").joinpath("tensorlang.lark").read_text()
+    # cache=True keeps the LALR tables on disk: building them costs ~0.5 s per process.
     return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=True)
+                maybe_placeholders=True, cache=True)
 
 
 def parse_program(text: str, filename: str = "<string>") -> Program:
