@@ -107,11 +107,31 @@ class Func:
     attrs: dict[str, Attr]
     body: Region | None
     loc: Loc
+    arg_locs: list[Attr | None] = field(default_factory=list)
+    src_loc: Attr | None = None
 
     @property
     def args(self) -> list[Value]:
         """The entry block's arguments."""
         return self.body.block.args if self.body else []
+
+
+@dataclass(eq=False)
+class Decl:
+    """A module-level symbol other than a function: Shardy's ``sdy.mesh @name = <...>``.
+
+    The body is kept as written (the mesh axes and device ids), and printed back.
+    """
+
+    kind: str
+    name: str
+    body: str
+    loc: Loc
+    src_loc: Attr | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.kind} @{self.name} = {self.body}"
+        return f"{text} {self.src_loc}" if self.src_loc is not None else text
 
 
 @dataclass(eq=False)
@@ -125,6 +145,8 @@ class Module:
     parts: list[Module] = field(default_factory=list)
     explicit: bool = True
     loc_aliases: dict[str, Attr] = field(default_factory=dict)
+    decls: list[Decl] = field(default_factory=list)
+    src_loc: Attr | None = None
 
     def func(self, name: str) -> Func | None:
         """The function called ``name`` or None."""

@@ -127,7 +127,10 @@ class IndexType(Type):
 
 @dataclass(frozen=True)
 class QuantizedType(Type):
-    """``!quant.uniform<storage<min:max>:expressed[:axis], scales:zero_points>``."""
+    """``!quant.uniform<storage<min:max>:expressed[:axis], scales:zero_points>``.
+
+    Unsigned storage prints as MLIR's quant dialect writes it (``u8``); ``ui8`` is
+    read too."""
 
     storage: IntegerType
     expressed: FloatType
@@ -138,7 +141,7 @@ class QuantizedType(Type):
     storage_max: int | None = None
 
     def __str__(self) -> str:
-        storage = str(self.storage)
+        storage = f"{'u' if self.storage.unsigned else 'i'}{self.storage.width}"
         if self.storage_min is not None:
             storage += f"<{self.storage_min}:{self.storage_max}>"
         head = f"{storage}:{self.expressed}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from frontend.ir import attrs as A
-from frontend.ir.core import Block, Func, Module, Op, Region, Value, walk
+from frontend.ir.core import Block, Decl, Func, Module, Op, Region, Value, walk
 from frontend.ir.ops import ALIASES, ATTR_KINDS, OPS
 from frontend.ir.types import FunctionType, Type
 from frontend.syntax import custom, formats, literals
@@ -116,13 +116,29 @@ class Parser(AttrParser):
         name = self.advance()[1:] if self.kind == "SYMBOL" else None
         attrs = dict(self.parse_attr_dict()) if self.accept("attributes") else {}
         self.expect("{")
-        funcs = []
+        funcs: list[Func] = []
+        decls: list[Decl] = []
         while not self.accept("}"):
-            if not self.at("func.func"):
-                self.fail("'func.func' or '}'")
-            funcs.append(self.parse_func())
-        self.parse_trailing_loc()
-        return Module(name, attrs, funcs, loc)
+            if self.at("sdy.mesh"):
+                decls.append(self.parse_mesh())
+            elif self.at("func.func"):
+                funcs.append(self.parse_func())
+            else:
+                self.fail("'func.func', 'sdy.mesh' or '}'")
+        module = Module(name, attrs, funcs, loc, decls=decls)
+        module.src_loc = self.parse_trailing_loc()
+        return module
+
+    def parse_mesh(self) -> Decl:
+        """Shardy's ``sdy.mesh @name = <[axes], device_ids = [...]>``, kept as text."""
+        loc = self.loc()
+        kind = self.advance()
+        name = self.expect_kind("SYMBOL", "a mesh name")[1:]
+        self.expect("=")
+        if not self.at("<"):
+            self.fail("'<' to start the mesh")
+        body = " ".join(self.balanced().split())
+        return Decl(kind, name, body, loc, self.parse_trailing_loc())
 
     def parse_func(self) -> Func:
         """``func.func [public|private] @name(args) [-> results] [attributes] {body}``."""
@@ -134,13 +150,13 @@ class Parser(AttrParser):
         name = self.expect_kind("SYMBOL", "a function name")[1:]
         self.scopes.append({})
         entry = Block()
-        args = self.paren_list(lambda: self._func_arg(entry))
+        args = self.paren_list(lambda: self._func_arg(entry))  # (type, attrs, loc)
         results: list[tuple[Type, A.DictAttr | None]] = []
         if self.accept("->"):
             if self.at("("):
                 results = self.paren_list(self._func_result)
-            else:
-                results = [self._func_result()]
+            else:  # a trailing loc(...) here is the function's own
+                results = [self._func_result(with_loc=False)]
         attrs = dict(self.parse_attr_dict()) if self.accept("attributes") else {}
         body = None
         if self.at("{"):
@@ -148,29 +164,33 @@ class Parser(AttrParser):
                 self.error("a function with a body needs named arguments (%arg0: type)")
             body = self.parse_region(entry_block=entry)
         self.scopes.pop()
-        self.parse_trailing_loc()
+        src_loc = self.parse_trailing_loc()
         return Func(name, visibility, [a[0] for a in args], [a[1] for a in args],
-                    [r[0] for r in results], [r[1] for r in results], attrs, body, loc)
+                    [r[0] for r in results], [r[1] for r in results], attrs, body, loc,
+                    [a[2] for a in args], src_loc)
 
-    def _func_arg(self, block: Block) -> tuple[Type, A.DictAttr | None]:
+    def _func_arg(self, block: Block) -> tuple[Type, A.DictAttr | None, A.Attr | None]:
         start = self.start
         if self.kind in ("BARE", "BANG", "("):  # a declaration lists types only
-            return self._func_result()
+            t, attrs = self._func_result(with_loc=False)
+            return t, attrs, self.parse_trailing_loc()
         name = self.expect_kind("VALUE", "an argument name like %arg0")
         self.expect(":")
         t = self.parse_type()
         attrs = A.DictAttr(tuple(self.parse_attr_dict())) if self.at("{") else None
-        self.parse_trailing_loc()
+        src_loc = self.parse_trailing_loc()
         self.define(name, Value(t, block, len(block.args), name[1:], self.loc(start)))
         block.args.append(self.scopes[-1][name])
-        return t, attrs
+        return t, attrs, src_loc
 
-    def _func_result(self) -> tuple[Type, A.DictAttr | None]:
+    def _func_result(self, with_loc: bool = True) -> tuple[Type, A.DictAttr | None]:
+        """A result type with its attributes (a ``loc(...)`` in a list is skipped)."""
         t = self.parse_type()
         attrs = None
         if self.at("{") and self._attr_dict_ahead():
             attrs = A.DictAttr(tuple(self.parse_attr_dict()))
-        self.parse_trailing_loc()
+        if with_loc:
+            self.parse_trailing_loc()
         return t, attrs
 
     def _attr_dict_ahead(self) -> bool:

@@ -111,7 +111,8 @@ class Printer:
         args = []
         for i, t in enumerate(f.arg_types):
             head = f"{self.name(f.args[i])}: " if f.body else ""
-            args.append(f"{head}{t}" + _dict(f.arg_attrs[i]))
+            loc = f.arg_locs[i] if i < len(f.arg_locs) else None
+            args.append(f"{head}{t}" + _dict(f.arg_attrs[i]) + _dict(loc))
         text = f"{indent}func.func {vis}@{f.name}({', '.join(args)})"
         results = [f"{t}{_dict(a)}" for t, a in zip(f.result_types, f.result_attrs, strict=False)]
         if len(results) == 1 and f.result_attrs[0] is None:
@@ -122,13 +123,13 @@ class Printer:
             text += " attributes {" + ", ".join(A.entry_text(k, v) for k, v in f.attrs.items())
             text += "}"
         if f.body is None:
-            return text
+            return text + _dict(f.src_loc)
         self.indent = indent
         body = self.region_body(f.body, header=len(f.body.blocks) > 1)
-        return f"{text} {body}"
+        return f"{text} {body}" + _dict(f.src_loc)
 
 
-def _dict(d: A.DictAttr | None) -> str:
+def _dict(d: A.Attr | None) -> str:
     return f" {d}" if d is not None else ""
 
 
@@ -148,5 +149,7 @@ def _module_body(m: Module) -> str:
     if m.attrs:
         head += " attributes {" + ", ".join(A.entry_text(k, v) for k, v in m.attrs.items())
         head += "}"
-    funcs = "\n".join(printer.func(f, "  ") for f in m.funcs)
-    return f"{head} {{\n{funcs}\n}}\n" if funcs else f"{head} {{\n}}\n"
+    items = [f"  {d}" for d in m.decls] + [printer.func(f, "  ") for f in m.funcs]
+    body = "\n".join(items)
+    tail = _dict(m.src_loc)
+    return f"{head} {{\n{body}\n}}{tail}\n" if items else f"{head} {{\n}}{tail}\n"

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
+from frontend.ir.quant import Problem, element_problem, tensor_problem
 from frontend.ir.types import (
     FLOAT_NAMES,
     ComplexType,
@@ -23,6 +24,7 @@ from frontend.syntax.lexer import Cursor
 
 _DIMS = re.compile(r"(?:(?:\d+|\?)x)+")
 _INT_TYPE = re.compile(r"(u|s)?i(\d+)\Z")
+_QUANT_UNSIGNED = re.compile(r"u(2|4|8|16|32)\Z")  # the quant dialect's ``u8``
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 T = TypeVar("T")
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
@@ -77,6 +79,7 @@ class TypeParser(Cursor):
 
     def parse_tensor_type(self) -> TensorType:
         """``tensor<2x?xf32>`` with an optional bounds encoding."""
+        start = self.start
         self.advance()
         self.expect("<")
         dims = self.scan(_DIMS) or ""
@@ -88,7 +91,9 @@ class TypeParser(Cursor):
         if self.accept(","):
             bounds = self._parse_bounds(len(shape))
         self.expect(">", "'>' to close the tensor type")
-        return TensorType(shape, element, bounds)
+        t = TensorType(shape, element, bounds)
+        self._quant_rule(tensor_problem(t), start)
+        return t
 
     def _parse_bounds(self, rank: int) -> tuple[int | None, ...]:
         start, name = self.start, self.text
@@ -119,7 +124,7 @@ class TypeParser(Cursor):
         text, start = self.text, self.start
         if self.kind == "BANG" and text == "!quant.uniform":
             self.advance()
-            return self._parse_quant()
+            return self._parse_quant(start)
         if self.kind != "BARE":
             self.fail("an element type")
         self.advance()
@@ -142,9 +147,20 @@ class TypeParser(Cursor):
             return IndexType()
         self.error(f"unknown element type '{text}'", start, self.prev_end)
 
-    def _parse_quant(self) -> QuantizedType:
+    def _quant_rule(self, problem: Problem, start: int) -> None:
+        """Report a broken quantized-type rule over the type's text."""
+        if problem is not None:
+            rule, message = problem
+            self.error(f"'!quant.uniform' ({rule}): {message}", start, self.prev_end)
+
+    def _parse_quant(self, start: int) -> QuantizedType:
         self.expect("<")
-        storage = self.parse_element_type()
+        short = _QUANT_UNSIGNED.match(self.text) if self.kind == "BARE" else None
+        if short:
+            self.advance()
+            storage: Type = IntegerType(int(short.group(1)), unsigned=True)
+        else:
+            storage = self.parse_element_type()
         if not isinstance(storage, IntegerType):
             self.error("quantized storage type must be an integer type")
         lo = hi = None
@@ -172,7 +188,9 @@ class TypeParser(Cursor):
         self.expect(">")
         scales = tuple(p[0] for p in pairs)
         zps = tuple(p[1] for p in pairs)
-        return QuantizedType(storage, expressed, scales, zps, axis, lo, hi)
+        q = QuantizedType(storage, expressed, scales, zps, axis, lo, hi)
+        self._quant_rule(element_problem(q), start)
+        return q
 
     def _quant_pair(self) -> tuple[float, int]:
         if self.kind not in ("FLOAT", "INT"):

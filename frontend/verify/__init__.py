@@ -6,11 +6,14 @@ families live in sibling modules and register themselves in :data:`VERIFIERS`.
 
 from __future__ import annotations
 
+import re
+
 from frontend.ir import attrs as A
 from frontend.ir.core import Func, Module, Op, Region
 from frontend.ir.ops import ATTR_KINDS, OPS, VARIADIC, required_attrs
 from frontend.ir.types import format_results
 from frontend.verify import (  # noqa: F401 - modules register their verifiers
+    collective,
     control,
     dot,
     dynamic,
@@ -120,14 +123,22 @@ def _verify_attr_kinds(op: Op) -> None:
                     fail(op, "", f"#{a.name} field '{key}' has a malformed value {v}")
 
 
+_NAMESPACED = re.compile(r"[A-Za-z_][\w$]*(\.[A-Za-z_][\w$]*)+")
+
+
 def _verify_composite(op: Op, module: Module) -> None:
-    """The decomposition exists and has the composite's signature."""
+    """(C1) a namespaced name, (C2) the decomposition exists, (C3)-(C4) its signature."""
+    op_name = str(op.attr("name"))
+    if not _NAMESPACED.fullmatch(op_name):
+        fail(op, "C1", f"name must be namespaced like 'dialect.op', got '{op_name}'")
     name = str(op.attr("decomposition"))
     f = module.func(name)
     if f is None:
-        fail(op, "", f"decomposition @{name} is not defined")
-    if [v.type for v in op.operands] != f.arg_types or op.result_types != f.result_types:
-        fail(op, "", f"decomposition @{name} does not have the composite's signature")
+        fail(op, "C2", f"decomposition @{name} is not defined")
+    if [v.type for v in op.operands] != f.arg_types:
+        fail(op, "C3", f"decomposition @{name} does not take the composite's input types")
+    if op.result_types != f.result_types:
+        fail(op, "C4", f"decomposition @{name} does not return the composite's result types")
 
 
 def _verify_call(op: Op, module: Module) -> None:

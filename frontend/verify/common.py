@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+import numpy as np
+
 from frontend.ir.core import Op, Value
 from frontend.ir.types import QuantizedType, TensorType, Type
 from tensorlang.diagnostics import CompileError, note
@@ -32,6 +34,14 @@ def fail(op: Op, rule: str, message: str, value: Value | None = None) -> NoRetur
         notes.append(note(op.origin, "the operation comes from here"))
     prefix = f"'{op.name}' ({rule}): " if rule else f"'{op.name}': "
     raise CompileError.at(op.loc, prefix + message, *notes)
+
+
+def constant_value(v: Value) -> np.ndarray | None:
+    """The array of a value defined by ``stablehlo.constant``, else None."""
+    owner = v.owner
+    if isinstance(owner, Op) and owner.name == "stablehlo.constant":
+        return getattr(owner.attrs.get("value"), "array", None)
+    return None
 
 
 def tensor(op: Op, v: Value | Type, what: str) -> TensorType:

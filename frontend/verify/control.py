@@ -53,10 +53,12 @@ def verify_reduce(op: Op) -> None:
         fail(op, "C6", f"body must have type ({', '.join(map(str, want))}) -> "
                        f"{format_results(want[:len(inits)])}")
     shape = tuple(x for i, x in enumerate(inputs[0].shape) if i not in d)
-    for r in op.result_types:
+    for r, init in zip(op.result_types, inits, strict=False):
         rt = tensor(op, r, "result")
         if not shapes_ok(shape, rt.shape):
             fail(op, "C7", f"result shape must be {dims(shape)}, got {dims(rt.shape)}")
+        if rt.element != init.element:
+            fail(op, "C8", f"result element type must be {init.element}, got {rt.element}")
 
 
 @verifies("while")
@@ -97,7 +99,7 @@ def verify_if(op: Op) -> None:
 
 @verifies("sort")
 def verify_sort(op: Op) -> None:
-    """(C1) inputs share a shape, (C2) results = inputs, (C4) dimension in range."""
+    """(C1) inputs, (C2) results = inputs, (C4) dimension, (C5) comparator type."""
     ts = [tensor(op, v, "input") for v in op.operands]
     if not ts:
         fail(op, "C1", "needs at least one input")
@@ -109,6 +111,10 @@ def verify_sort(op: Op) -> None:
     d = op.attr("dimension", -1)
     if not -ts[0].rank <= d < max(ts[0].rank, 1):
         fail(op, "C4", f"dimension {d} is out of range for rank {ts[0].rank}")
+    args = [a.type for a in op.regions[0].block.args]
+    want = [TensorType((), t.element) for t in ts for _ in range(2)]
+    if not _same_types(args, want):
+        fail(op, "C5", f"comparator must take ({', '.join(map(str, want))})")
     got = region_results(op, op.regions[0], "comparator")
     if len(got) != 1 or got[0] != TensorType((), IntegerType(1)):
         fail(op, "C5", f"comparator must return tensor<i1>, got {format_results(got)}")

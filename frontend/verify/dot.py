@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
-from frontend.verify.common import dim_ok, dims, fail, in_range, shapes_ok, tensor, unique, verifies
+from frontend.ir.types import is_int
+from frontend.verify.common import (
+    constant_value,
+    dim_ok,
+    dims,
+    fail,
+    in_range,
+    shapes_ok,
+    tensor,
+    unique,
+    verifies,
+)
+from frontend.verify.quant import check_convolution, check_dot_general
 from frontend.verify.window import num_windows, padding_of, sized
 
 
@@ -45,6 +57,23 @@ def verify_dot_general(op: Op) -> None:
     want = tuple([lhs.shape[i] for i in lb] + free_l + free_r)
     if not shapes_ok(want, r.shape):
         fail(op, "C12", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+    check_dot_general(op, lhs, rhs, r, rc)
+    _check_algorithm(op, prec)
+
+
+def _check_algorithm(op: Op, prec: list[str] | None) -> None:
+    """(C21)-(C24): an algorithm needs DEFAULT precisions and positive counts."""
+    alg = op.attrs.get("algorithm")
+    if not isinstance(alg, A.StructAttr) or not alg.fields:
+        return
+    if any(p != "DEFAULT" for p in prec or []):
+        fail(op, "C21", f"precision_config must be DEFAULT when an algorithm is given, got "
+                        f"{prec}")
+    for rule, key in (("C22", "lhs_component_count"), ("C23", "rhs_component_count"),
+                      ("C24", "num_primitive_operations")):
+        count = alg.get(key, 1)
+        if isinstance(count, int) and count <= 0:
+            fail(op, rule, f"{key} must be positive, got {count}")
 
 
 @verifies("dot")
@@ -61,9 +90,10 @@ def verify_dot(op: Op) -> None:
         fail(op, "", f"result shape must be {dims(want)}, got {dims(r.shape)}")
 
 
-@verifies("convolution")
+@verifies("convolution", "dynamic_conv")
 def verify_convolution(op: Op) -> None:
-    """(C1)-(C26) of convolution: attribute sizes, labels, group counts, result shape."""
+    """(C1)-(C34) of convolution and dynamic_conv: attribute sizes, labels, group counts,
+    result shape, element and quantization rules."""
     lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
     r = tensor(op, op.result_types[0], "result")
     n = lhs.rank
@@ -73,12 +103,16 @@ def verify_convolution(op: Op) -> None:
     if not isinstance(dn, A.ConvDimsAttr):
         fail(op, "", "needs dimension_numbers = #stablehlo.conv<...>")
     strides = sized(op, "window_strides", n - 2, 1, ("C2", "C3"))
-    pad = padding_of(op, n - 2, "C4")
+    pad = padding_of(op, n - 2, "C4") if op.name == "stablehlo.convolution" else \
+        _dynamic_padding(op, n - 2)
     lhs_dil = sized(op, "lhs_dilation", n - 2, 1, ("C5", "C6"))
     rhs_dil = sized(op, "rhs_dilation", n - 2, 1, ("C7", "C8"))
     rev = op.attr("window_reversal")
     if rev is not None and len(rev) != n - 2:
         fail(op, "C9", f"window_reversal must have {n - 2} entries, got {len(rev)}")
+    prec = op.attr("precision_config")
+    if prec is not None and len(prec) not in (0, 2):
+        fail(op, "C24", f"precision_config must have 2 entries, got {len(prec)}")
     _check_labels(op, dn.lhs, n, "bf", "C13", "lhs")
     _check_labels(op, dn.rhs, n, "io", "C18", "rhs")
     _check_labels(op, dn.out, n, "bf", "C20", "result")
@@ -97,11 +131,24 @@ def verify_convolution(op: Op) -> None:
     want[dn.out.index("f")] = rhs.shape[dn.rhs.index("o")]
     for i, (li, ri, oi) in enumerate(zip(dn.spatial(dn.lhs), dn.spatial(dn.rhs),
                                          dn.spatial(dn.out), strict=True)):
-        k = rhs.shape[ri]
-        want[oi] = None if k is None else num_windows(lhs.shape[li], k, strides[i], pad[i],
-                                                      lhs_dil[i], rhs_dil[i])
+        k, p = rhs.shape[ri], pad[i]
+        want[oi] = None if k is None or p is None else num_windows(
+            lhs.shape[li], k, strides[i], p, lhs_dil[i], rhs_dil[i])
     if not shapes_ok(tuple(want), r.shape):
         fail(op, "C25", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+    check_convolution(op, lhs, rhs, r, dn.rhs.index("o"), dn.out.index("f"))
+
+
+def _dynamic_padding(op: Op, spatial: int) -> list[tuple[int, int] | None]:
+    """dynamic_conv's ``padding`` operand: (C4) shape [N - 2, 2]; values if constant."""
+    v = op.operands[2]
+    t = tensor(op, v, "padding")
+    if not is_int(t.element) or not shapes_ok((spatial, 2), t.shape):
+        fail(op, "C4", f"padding must be a {spatial}x2 integer tensor, got {t}", v)
+    const = constant_value(v)
+    if const is None or const.shape != (spatial, 2):
+        return [None] * spatial
+    return [(int(lo), int(hi)) for lo, hi in const.tolist()]
 
 
 def _div(a: int | None, b: int) -> int | None:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from frontend.ir.core import Op, Value
 from frontend.ir.types import TensorType, is_int
-from frontend.verify.common import dims, fail, in_range, shapes_ok, size, tensor, unique, verifies
+from frontend.verify.common import (
+    constant_value,
+    dims,
+    fail,
+    in_range,
+    shapes_ok,
+    size,
+    tensor,
+    unique,
+    verifies,
+)
+from frontend.verify.quant import check_element_kept, check_reshape_axis
 from frontend.verify.shape import verify_broadcast_in_dim
 
 
@@ -86,15 +97,15 @@ def verify_dynamic_iota(op: Op) -> None:
 
 @verifies("dynamic_reshape")
 def verify_dynamic_reshape(op: Op) -> None:
-    """(C1) element type, (C2) element count, (C4) size(output_shape) = rank(result)."""
+    """(C1) element type, (C2) element count, (C3) quantized dimension, (C4) sizes."""
     t = tensor(op, op.operands[0], "operand")
     s = _shape_operand(op, op.operands[1], "output_shape")
     r = tensor(op, op.result_types[0], "result")
-    if t.element != r.element:
-        fail(op, "C1", f"result element type {r.element} differs from operand's {t.element}")
+    check_element_kept(op, t, r, ("axis",))
     a, b = size(t.shape), size(r.shape)
     if a is not None and b is not None and a != b:
         fail(op, "C2", f"cannot reshape {dims(t.shape)} to {dims(r.shape)}")
+    check_reshape_axis(op, t, r, "C3")
     if s.shape[0] is not None and s.shape[0] != r.rank:
         fail(op, "C4", f"size(output_shape) = {s.shape[0]} must equal the result rank {r.rank}")
 
@@ -118,7 +129,7 @@ def verify_dynamic_broadcast_in_dim(op: Op) -> None:
 
 @verifies("dynamic_pad")
 def verify_dynamic_pad(op: Op) -> None:
-    """(C1) element types, (C2) padding operand sizes."""
+    """(C1) element types, (C2) padding operand sizes; (C3)-(C4) for constant padding."""
     t = tensor(op, op.operands[0], "operand")
     pv = tensor(op, op.operands[1], "padding_value")
     r = tensor(op, op.result_types[0], "result")
@@ -129,6 +140,17 @@ def verify_dynamic_pad(op: Op) -> None:
         s = _shape_operand(op, v, "padding")
         if s.shape[0] is not None and s.shape[0] != t.rank:
             fail(op, "C2", f"padding operands must have {t.rank} entries, got {s.shape[0]}", v)
+    lo, hi, inner = (constant_value(v) for v in op.operands[2:5])
+    if inner is not None and (inner < 0).any():
+        fail(op, "C3", f"interior_padding must be non-negative, got {inner.tolist()}",
+             op.operands[4])
+    if lo is None or hi is None or inner is None or lo.shape != (t.rank,) or \
+            hi.shape != (t.rank,) or inner.shape != (t.rank,):
+        return
+    want = tuple(None if d is None else int(a + d + b + max(d - 1, 0) * i)
+                 for d, a, b, i in zip(t.shape, lo, hi, inner, strict=True))
+    if not shapes_ok(want, r.shape):
+        fail(op, "C4", f"result shape must be {dims(want)}, got {dims(r.shape)}")
 
 
 @verifies("real_dynamic_slice")

@@ -16,6 +16,7 @@ from frontend.ir.types import (
     is_int,
 )
 from frontend.verify.common import baseline_element, dims, fail, shapes_ok, tensor, verifies
+from frontend.verify.quant import check_add, uses_quantized
 
 _FLOAT_OR_COMPLEX = {"cbrt", "cosine", "exponential", "exponential_minus_one", "log",
                      "log_plus_one", "logistic", "rsqrt", "sine", "sqrt", "tan", "tanh",
@@ -55,8 +56,13 @@ def verify_elementwise(op: Op) -> None:
         if short == "clamp" and t.rank == 0:
             continue
         if not shapes_ok(t.shape, result.shape):
-            fail(op, "C1", f"operand shape {dims(t.shape)} does not match result shape "
-                           f"{dims(result.shape)}", v)
+            fail(op, "C2" if short == "complex" else "C1",
+                 f"operand shape {dims(t.shape)} does not match result shape "
+                 f"{dims(result.shape)}", v)
+    if short == "add" and uses_quantized(*(tensor(op, v, "operand") for v in op.operands),
+                                         result):
+        check_add(op)
+        return
     first = tensor(op, op.operands[1 if short == "clamp" else 0], "operand")
     if not _element_ok(short, first.element):
         fail(op, "C1", f"element type {first.element} is not allowed for {short}")
@@ -136,10 +142,14 @@ def verify_select(op: Op) -> None:
 
 @verifies("bitcast_convert")
 def verify_bitcast(op: Op) -> None:
-    """(C1) equal bit widths keep the shape; otherwise a trailing dimension absorbs them."""
+    """(C1) equal bit widths keep the shape; otherwise a trailing dimension absorbs them;
+    (C2) complex only to complex."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    a, b = _bits(t.element), _bits(r.element)
+    if is_complex(t.element) != is_complex(r.element):
+        fail(op, "C2", f"complex types convert only to complex types, got {t.element} -> "
+                       f"{r.element}")
+    a, b = _bits(_storage(t.element)), _bits(_storage(r.element))
     if a is None or b is None:
         return
     if a == b and not shapes_ok(t.shape, r.shape):
@@ -148,8 +158,14 @@ def verify_bitcast(op: Op) -> None:
     if a != b:
         small, big = (t, r) if a < b else (r, t)
         ratio = max(a, b) // min(a, b)
-        if small.rank != big.rank + 1 or small.shape[-1] not in (ratio, None):
-            fail(op, "C1", f"bitcast from {t} to {r} needs a trailing dimension of {ratio}")
+        if small.rank != big.rank + 1 or small.shape[-1] not in (ratio, None) or \
+                not shapes_ok(small.shape[:-1], big.shape):
+            fail(op, "C1", f"bitcast from {t} to {r} needs the same leading dimensions and "
+                           f"a trailing dimension of {ratio}")
+
+
+def _storage(e: object) -> object:
+    return e.storage if isinstance(e, QuantizedType) else e
 
 
 def _bits(e: object) -> int | None:

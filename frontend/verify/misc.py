@@ -1,5 +1,5 @@
 """Remaining op families: clamp, case, fft, rng, linear algebra, batch norm, tuples,
-collectives, reduce_precision, map, chlo and the interpreter's check ops."""
+reduce_precision, map, chlo and the interpreter's check ops."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from frontend.verify.common import (
     fail,
     in_range,
     shapes_ok,
+    size,
     tensor,
     types_ok,
     verifies,
@@ -59,7 +60,7 @@ def verify_case(op: Op) -> None:
 
 @verifies("fft")
 def verify_fft(op: Op) -> None:
-    """(C1)/(C3) fft_length size, (C2) element types, (C5) shapes."""
+    """(C1)/(C3) fft_length size, (C2) element types, (C4) fft_length, (C5) shapes."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
     length = list(op.attr("fft_length", []))
@@ -73,16 +74,47 @@ def verify_fft(op: Op) -> None:
     if want is not None and (complex_in, complex_out) != want:
         fail(op, "C2", f"{kind} maps {'complex' if want[0] else 'real'} to "
                        f"{'complex' if want[1] else 'real'}, got {t.element} -> {r.element}")
+    if _component(t.element) != _component(r.element):
+        fail(op, "C2", f"operand {t.element} and result {r.element} must have the same "
+                       f"floating-point semantics")
+    for real in (x for x in (t, r) if isinstance(x.element, FloatType)):
+        if not shapes_ok(real.shape[-len(length):], tuple(length)):
+            fail(op, "C4", f"the trailing dimensions of {real} must be fft_length {length}")
     if t.rank != r.rank:
         fail(op, "C5", f"result rank {r.rank} must equal operand rank {t.rank}")
+    _check_fft_shape(op, t, r, str(kind))
+
+
+def _component(e: object) -> object:
+    return e.element if isinstance(e, ComplexType) else e
+
+
+def _check_fft_shape(op: Op, t: TensorType, r: TensorType, kind: str) -> None:
+    """(C5): shapes agree except the last dimension of RFFT/IRFFT's real side."""
+    want = t.shape
+    if kind in ("RFFT", "IRFFT") and t.rank:
+        full, half = (t, r) if kind == "RFFT" else (r, t)
+        last = full.shape[-1]
+        size = None if last is None else (0 if last == 0 else last // 2 + 1)
+        if not shapes_ok(half.shape[-1:], (size,)):
+            fail(op, "C5", f"{kind} needs last dimension {dims([size])} on the complex "
+                           f"side, got {dims(half.shape[-1:])}")
+        want = t.shape[:-1] + r.shape[-1:]
+    if not shapes_ok(want, r.shape):
+        fail(op, "C5", f"result shape must be {dims(want)}, got {dims(r.shape)}")
 
 
 @verifies("rng_bit_generator")
 def verify_rng_bit_generator(op: Op) -> None:
-    """(C1) type(initial_state) = type(output_state)."""
+    """(C1) type(initial_state) = type(output_state), (C2) the state's size."""
     if op.result_types[0] != op.operands[0].type:
         fail(op, "C1", f"output_state type {op.result_types[0]} must equal initial_state "
                        f"type {op.operands[0].type}")
+    n = size(tensor(op, op.operands[0], "initial_state").shape)
+    allowed = {"THREE_FRY": (2,), "PHILOX": (2, 3)}.get(str(op.attr("rng_algorithm")))
+    if n is not None and allowed is not None and n not in allowed:
+        fail(op, "C2", f"{op.attr('rng_algorithm')} needs an initial_state of "
+                       f"{' or '.join(map(str, allowed))} elements, got {n}")
 
 
 @verifies("cholesky")
@@ -112,25 +144,49 @@ def verify_triangular_solve(op: Op) -> None:
         fail(op, "C4", f"result type must equal b's type {b}")
 
 
-def _feature_checks(op: Op, first_rule: int) -> TensorType:
+# Per op: (name, rule) of each per-feature operand, then of each per-feature result.
+_FEATURE_RULES = {
+    "stablehlo.batch_norm_inference": ((("scale", "C3"), ("offset", "C4"), ("mean", "C5"),
+                                        ("variance", "C6")), ()),
+    "stablehlo.batch_norm_training": ((("scale", "C3"), ("offset", "C4")),
+                                      (("batch_mean", "C5"), ("batch_var", "C6"))),
+    "stablehlo.batch_norm_grad": ((("scale", "C5"), ("mean", "C4"), ("variance", "C4")),
+                                  (("grad_scale", "C4"), ("grad_offset", "C4"))),
+}
+
+
+def _feature_checks(op: Op) -> TensorType:
+    """(C1) feature_index in range; per-feature operands and results have its size."""
     t = tensor(op, op.operands[0], "operand")
     fi = op.attr("feature_index", 0)
     in_range(op, "C1", "feature_index", [fi], t.rank)
-    features = op.operands[1:4] if op.name.endswith("grad") else op.operands[1:]
-    for k, v in enumerate(features):
-        s = tensor(op, v, "feature operand")
+    ins, outs = _FEATURE_RULES[op.name]
+    pairs = [(v.type, v, n, rule) for v, (n, rule) in zip(op.operands[1:], ins, strict=False)]
+    pairs += [(ty, None, n, rule) for ty, (n, rule) in zip(op.result_types[1:], outs,
+                                                           strict=False)]
+    for ty, v, name, rule in pairs:
+        s = tensor(op, ty, name)
         if s.rank != 1 or not shapes_ok(s.shape, (t.shape[fi],)):
-            fail(op, f"C{first_rule + k}", f"expects a 1-D tensor of size "
-                                           f"{dims([t.shape[fi]])}, got {s}", v)
+            fail(op, rule, f"{name} must be a 1-D tensor of size {dims([t.shape[fi]])}, "
+                           f"got {s}", v)
     return t
 
 
 @verifies("batch_norm_inference", "batch_norm_training", "batch_norm_grad")
 def verify_batch_norm(op: Op) -> None:
-    """(C1) feature_index, per-feature operand sizes, result type = operand type."""
-    t = _feature_checks(op, 3)
-    if not types_ok(op.result_types[0], t):
-        fail(op, "", f"result type {op.result_types[0]} must equal the operand type {t}")
+    """(C1) feature_index, (C2) one baseline element type, per-feature sizes, and the
+    output (and grad_output) types equal to the operand's."""
+    t = _feature_checks(op)
+    for ty in [v.type for v in op.operands] + list(op.result_types):
+        e = baseline_element(tensor(op, ty, "operand or result"))
+        if e != baseline_element(t):
+            fail(op, "C2", f"operands and results must share the element type {t.element}, "
+                           f"got {ty}")
+    grad = op.name.endswith("grad")
+    same = [op.result_types[0]] + ([op.operands[4].type] if grad else [])
+    for ty in same:
+        if not types_ok(ty, t):
+            fail(op, "C3" if grad else "C7", f"{ty} must have the operand type {t}")
 
 
 @verifies("tuple")
@@ -178,20 +234,6 @@ def verify_map(op: Op) -> None:
     got = region_results(op, op.regions[0], "computation")
     if got != [TensorType((), r.element)]:
         fail(op, "C4", f"computation must return tensor<{r.element}>")
-
-
-@verifies("all_gather", "all_to_all", "all_reduce", "collective_permute",
-          "collective_broadcast", "reduce_scatter")
-def verify_collective(op: Op) -> None:
-    """Dimension attributes in range; result ranks match the operands."""
-    for key in ("all_gather_dim", "split_dimension", "concat_dimension", "scatter_dimension"):
-        if key in op.attrs:
-            for v in op.operands:
-                in_range(op, "C1", key, [op.attr(key)], tensor(op, v, "operand").rank)
-    if op.name.endswith(("all_reduce", "collective_permute", "collective_broadcast")):
-        for v, r in zip(op.operands, op.result_types, strict=False):
-            if not types_ok(v.type, r):
-                fail(op, "", f"result type {r} must equal the operand type {v.type}", v)
 
 
 @verifies(*(f"chlo.{n}" for n in _CHLO_UNARY))

@@ -17,6 +17,13 @@ from frontend.verify.common import (
     unique,
     verifies,
 )
+from frontend.verify.quant import (
+    BROADCAST_FIELDS,
+    check_broadcast_axis,
+    check_element_kept,
+    check_reshape_axis,
+    check_transpose_axis,
+)
 
 
 def _same_element(op: Op, rule: str) -> None:
@@ -32,7 +39,7 @@ def verify_broadcast_in_dim(op: Op) -> None:
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
     bd = list(op.attr("broadcast_dimensions", []))
-    _same_element(op, "C1")
+    check_element_kept(op, t, r, BROADCAST_FIELDS)
     if len(bd) != t.rank:
         fail(op, "C2", f"broadcast_dimensions has {len(bd)} entries but the operand has rank "
                        f"{t.rank}")
@@ -42,32 +49,35 @@ def verify_broadcast_in_dim(op: Op) -> None:
         if t.shape[i] not in (1, None) and not dim_ok(t.shape[i], r.shape[d]):
             fail(op, "C5", f"operand dimension {i} of size {t.shape[i]} cannot broadcast to "
                            f"result dimension {d} of size {r.shape[d]}")
+    check_broadcast_axis(op, t, r, bd)
 
 
 @verifies("reshape")
 def verify_reshape(op: Op) -> None:
-    """(C1) element types, (C2) element counts."""
+    """(C1) element types, (C2) element counts, (C3) the quantized dimension."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    _same_element(op, "C1")
+    check_element_kept(op, t, r, ("axis",))
     a, b = size(t.shape), size(r.shape)
     if a is not None and b is not None and a != b:
         fail(op, "C2", f"cannot reshape {dims(t.shape)} ({a} elements) to {dims(r.shape)} "
                        f"({b} elements)")
+    check_reshape_axis(op, t, r, "C3")
 
 
 @verifies("transpose")
 def verify_transpose(op: Op) -> None:
-    """(C1) element type, (C2) permutation, (C3) result shape."""
+    """(C1) element type, (C2) permutation, (C3) result shape, (C4) quantized dimension."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
     perm = list(op.attr("permutation", []))
-    _same_element(op, "C1")
+    check_element_kept(op, t, r, ("axis",))
     if sorted(perm) != list(range(t.rank)):
         fail(op, "C2", f"{perm} is not a permutation of range({t.rank})")
     want = tuple(t.shape[p] for p in perm)
     if not shapes_ok(want, r.shape):
         fail(op, "C3", f"result shape must be {dims(want)}, got {dims(r.shape)}")
+    check_transpose_axis(op, t, r, perm)
 
 
 @verifies("concatenate")
@@ -130,6 +140,9 @@ def verify_iota(op: Op) -> None:
 def verify_reverse(op: Op) -> None:
     """(C1) same type, (C2) unique dimensions, (C3) in range."""
     t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    if t.element != r.element or not shapes_ok(t.shape, r.shape):
+        fail(op, "C1", f"result type {r} must equal the operand type {t}")
     d = list(op.attr("dimensions", []))
     unique(op, "C2", "dimensions", d)
     in_range(op, "C3", "dimensions", d, t.rank)

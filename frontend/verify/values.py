@@ -13,6 +13,7 @@ from frontend.ir.types import (
     is_int,
 )
 from frontend.verify.common import dims, fail, shapes_ok, tensor, verifies
+from frontend.verify.quant import check_uniform_quantize
 
 
 @verifies("constant")
@@ -42,23 +43,48 @@ def verify_after_all(op: Op) -> None:
         fail(op, "", f"result must be !stablehlo.token, got {op.result_types[0]}")
 
 
-def _token_last(op: Op, types: list[object], what: str) -> None:
+def _token_last(op: Op, types: list[object], what: str, rule: str = "") -> None:
     if not types or not isinstance(types[-1], TokenType):
-        fail(op, "", f"the last {what} must be !stablehlo.token")
+        fail(op, rule, f"the last {what} must be !stablehlo.token")
 
 
 @verifies("infeed", "recv")
 def verify_receive(op: Op) -> None:
-    """Takes a token; the last result is a token."""
+    """Takes a token; (C1)-(C3) of infeed, (C1)-(C4) of recv: tensors, then a token."""
+    recv = op.name.endswith("recv")
     _token_last(op, [v.type for v in op.operands], "operand")
-    _token_last(op, list(op.result_types), "result")
+    _token_last(op, list(op.result_types), "result", "C4" if recv else "C3")
+    for t in op.result_types[:-1]:
+        if not isinstance(t, TensorType):
+            fail(op, "C3" if recv else "C2", f"results before the token must be tensors, "
+                                             f"got {t}")
+    if recv:
+        _channel_type(op, "HOST_TO_DEVICE")
 
 
 @verifies("outfeed", "send")
 def verify_send(op: Op) -> None:
-    """Takes values and a token; the result is a token."""
+    """Takes values and a token; the result is a token; send's (C1) channel type."""
     _token_last(op, [v.type for v in op.operands], "operand")
     _token_last(op, list(op.result_types), "result")
+    if op.name.endswith("send"):
+        _channel_type(op, "DEVICE_TO_HOST")
+
+
+_CHANNEL_TYPES = {0: "CHANNEL_TYPE_INVALID", 1: "DEVICE_TO_DEVICE", 2: "DEVICE_TO_HOST",
+                  3: "HOST_TO_DEVICE"}
+
+
+def _channel_type(op: Op, host: str) -> None:
+    """(C1): the channel type is ``host`` for host transfers, else DEVICE_TO_DEVICE."""
+    handle = op.attr("channel_handle")
+    if not isinstance(handle, dict) or not isinstance(handle.get("type"), int) or \
+            not handle["type"]:
+        return  # absent or 0 (unspecified)
+    want = host if op.attr("is_host_transfer", False) else "DEVICE_TO_DEVICE"
+    got = _CHANNEL_TYPES.get(handle["type"], str(handle["type"]))
+    if got != want:
+        fail(op, "C1", f"channel type must be {want}, got {got}")
 
 
 @verifies("rng")
@@ -80,13 +106,12 @@ def verify_rng(op: Op) -> None:
 
 @verifies("uniform_quantize")
 def verify_uniform_quantize(op: Op) -> None:
-    """(C1) shape kept, (C2) the result is quantized."""
+    """(C1) shape kept, (C2) the result's expressed type."""
     t, r = tensor(op, op.operands[0], "operand"), tensor(op, op.result_types[0], "result")
     if not shapes_ok(t.shape, r.shape):
         fail(op, "C1", f"result shape {dims(r.shape)} differs from operand shape "
                        f"{dims(t.shape)}")
-    if not isinstance(r.element, QuantizedType):
-        fail(op, "C2", f"result element type must be quantized, got {r.element}")
+    check_uniform_quantize(op, t, r)
 
 
 @verifies("uniform_dequantize")

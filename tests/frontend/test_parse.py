@@ -108,6 +108,12 @@ def test_verifier_errors_point_at_the_source_location_too() -> None:
      "expected '}' to close the region, found end of input"),
     ('func.func @f() {\n  "foo.bar"() : () -> ()\n}\n', "2:3",
      "unknown operation 'foo.bar' (only stablehlo, chlo, func and check ops"),
+    ("module {\n  sdy.mesh mesh = <[]>\n}\n", "2:12", "expected a mesh name, found 'mesh'"),
+    ("module {\n  sdy.mesh @mesh = [\"x\"=2]\n}\n", "2:20",
+     "expected '<' to start the mesh, found '['"),
+    ("module {\n  sdy.mesh @mesh = <[\"x\"=2]\n}\n", "2:20", "unbalanced brackets"),
+    ("module {\n  stablehlo.add\n}\n", "2:3",
+     "expected 'func.func', 'sdy.mesh' or '}', found 'stablehlo.add'"),
 ])
 def test_parse_errors_are_diagnostics(text: str, where: str, message: str) -> None:
     """Syntax errors render as file:line:col: error: ... with a caret, never a traceback."""
@@ -163,3 +169,40 @@ def test_declarations_and_redefinitions() -> None:
         frontend.parse(bad, "m.mlir")
     assert str(err.value).startswith("m.mlir:2:3: error: redefinition of SSA value '%x'")
     assert "m.mlir:1:14: note: previously defined here" in str(err.value)
+
+
+def test_shardy_meshes_and_function_locations_print_back() -> None:
+    """``sdy.mesh`` declarations, ``#sdy.sharding`` attributes and the ``loc(...)`` of
+    modules, functions and arguments survive printing."""
+    text = ('module @jit_f attributes {mhlo.num_partitions = 8 : i32} {\n'
+            '  sdy.mesh @mesh = <["x"=2, "y"=4]>\n'
+            '  sdy.mesh @ids = <["a"=2],   device_ids=[1, 0]> loc(#loc1)\n'
+            '  func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = '
+            '#sdy.sharding<@mesh, [{"x"}, {}]>} loc("a")) -> (tensor<8x8xf32> '
+            '{jax.result_info = ""}) {\n'
+            '    return %arg0 : tensor<8x8xf32>\n'
+            '  } loc(#loc1)\n'
+            '  func.func private @g(tensor<f32>) -> tensor<f32> loc(#loc1)\n'
+            '} loc(#loc1)\n'
+            '#loc1 = loc("x.py":3:4)\n')
+    m = frontend.parse(text, "m.mlir")
+    assert [(d.kind, d.name) for d in m.decls] == [("sdy.mesh", "mesh"), ("sdy.mesh", "ids")]
+    assert str(m.funcs[0].arg_locs[0]) == 'loc("a")'
+    printed = str(m)
+    assert '  sdy.mesh @ids = <["a"=2], device_ids=[1, 0]> loc(#loc1)\n' in printed
+    assert 'sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>} loc("a")) ->' in printed
+    assert "  } loc(#loc1)\n" in printed
+    assert "func.func private @g(tensor<f32>) -> tensor<f32> loc(#loc1)\n" in printed
+    assert printed.endswith('} loc(#loc1)\n#loc1 = loc("x.py":3:4)\n')
+    assert str(frontend.parse(printed, "again.mlir")) == printed
+
+
+def test_shardy_ops_inside_functions_are_rejected() -> None:
+    """Only module-level ``sdy.mesh`` is accepted; other sdy ops are unknown."""
+    text = ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+            "  %0 = sdy.sharding_constraint %a <@mesh, [{}]> : tensor<2xf32>\n"
+            "  return %0 : tensor<2xf32>\n}\n")
+    with pytest.raises(CompileError) as err:
+        frontend.parse(text, "m.mlir")
+    assert str(err.value).startswith("m.mlir:2:8: error: unknown operation "
+                                     "'sdy.sharding_constraint'")

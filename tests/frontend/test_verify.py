@@ -220,7 +220,7 @@ CASES = [
     ("composite decomposition",
      _func('  %0 = stablehlo.composite "x.y" %a {decomposition = @nowhere} : (tensor<f32>) -> '
            'tensor<f32>', "%a: tensor<f32>"),
-     "2:8", "'stablehlo.composite': decomposition @nowhere is not defined"),
+     "2:8", "'stablehlo.composite' (C2): decomposition @nowhere is not defined"),
     ("terminator position",
      "func.func @f(%x: tensor<f32>) {\n  return\n  %0 = stablehlo.abs %x : tensor<f32>\n"
      "  return\n}\n",
