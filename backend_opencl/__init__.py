@@ -13,10 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 
-def compile(program: Any, device: Any = None) -> Any:  # noqa: A001 - the public name
-    """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``."""
+def compile(program: Any, device: Any = None, autotune: bool = False) -> Any:  # noqa: A001
+    """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``.
+
+    ``autotune``: first time register-block candidates of each kernel on the device and
+    cache the fastest (as ``tlc tune`` does; later compiles reuse the cache).
+    """
     from backend_opencl.driver import compile_program
 
+    if autotune:
+        from backend_opencl.tune import tune
+
+        tune(program, device=device)
     return compile_program(program, device=device)
 
 

@@ -1,4 +1,4 @@
-"""The ``tlc`` command line: check, compile, run, opt and devices.
+"""The ``tlc`` command line: check, compile, run, opt, tune and devices.
 
 Every user mistake is reported as a diagnostic on stderr with exit status 1, never a
 traceback.  Files ending in ``.mlir`` are StableHLO, everything else is tensor language.
@@ -84,6 +84,18 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """``tlc tune FILE.tl``: time register-block candidates on the device, cache the best."""
+    from backend_opencl.tune import tune
+
+    program = _load(args.file)
+    winners = tune(program, device=args.device, groups=args.groups, top=args.top,
+                   progress=lambda line: sys.stderr.write(line + "\n"))
+    for name, (rm, rn) in winners.items():
+        sys.stdout.write(f"@{name}: {rm}x{rn}\n")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME]``."""
     from backend_opencl import driver
@@ -119,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help=".npz whose arrays bind to the parameters in order")
     p.add_argument("-o", "--output")
     p.add_argument("--entry", default="main")
+    p = add("tune", cmd_tune, "autotune register blocks on the device (cached)")
+    p.add_argument("file")
+    p.add_argument("--groups", type=int, default=2000, help="work-groups per timed launch")
+    p.add_argument("--top", type=int, default=5, help="candidates of the cost model to time")
     add("devices", cmd_devices, "list OpenCL devices")
     return ap
 

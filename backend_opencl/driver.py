@@ -34,13 +34,18 @@ def _device(device: Any) -> Any:
     return device if isinstance(device, Device) else get_device(device)
 
 
-def lower(program: Program, target: Target = DEFAULT_TARGET) -> EmittedProgram:
-    """Run the back end's passes on a copy of ``program`` and generate OpenCL C."""
+def _after_passes(program: Program) -> Program:
+    """A copy of ``program`` after the back end's pass pipeline."""
     from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
 
     work = copy.deepcopy(program)
     run_pipeline(work, DEFAULT_PIPELINE)
-    return emit_program(work, target)
+    return work
+
+
+def lower(program: Program, target: Target = DEFAULT_TARGET) -> EmittedProgram:
+    """Run the back end's passes on a copy of ``program`` and generate OpenCL C."""
+    return emit_program(_after_passes(program), target)
 
 
 def compile_program(program: Any, device: Any = None, target: Target | None = None) -> Any:
@@ -50,23 +55,35 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     to run GPU-style tiling on a CPU device).
     """
     from backend_opencl.module import Module
+    from backend_opencl.tune import cached_target
 
     prog = _as_program(program)
     dev = _device(device)
-    return Module(lower(prog, target or target_from_device(dev)), prog, dev)
+    if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
+        target = cached_target(prog, dev, target_from_device(dev))
+    return Module(lower(prog, target), prog, dev)
 
 
-def emit(program: Any, kind: str, device: Any = None) -> str:
-    """Text for ``tlc compile --emit kind``: ``tl`` or ``cl`` (``schedule`` comes later)."""
+def emit(program: Any, kind: str, device: Any = None, entry: str = "main") -> str:
+    """Text for ``tlc compile --emit kind``: ``tl`` or ``cl`` (``schedule`` comes later).
+
+    A StableHLO module is lowered first: ``tl`` prints its kernels.
+    """
+    if _is_stablehlo_module(program) and kind in ("tl", "cl"):
+        from frontend.lower import lower_function
+
+        parts = program.parts or [program]
+        program = _kernels_program(lower_function(_part_with(parts, entry), entry))
     prog = _as_program(program)
     if kind == "tl":
         return str(prog)
     if kind == "cl":
         return lower(prog, _target_or_default(device)).source
     if kind == "schedule":
-        raise TlcError("error: --emit schedule is not implemented yet (polyhedral scheduling "
-                       "arrives with issue 6)")
-    raise TlcError(f"error: unknown --emit kind {kind!r} (use tl or cl)")
+        from backend_opencl.emit.schedule_text import schedule_text
+
+        return schedule_text(_after_passes(prog), _target_or_default(device))
+    raise TlcError(f"error: unknown --emit kind {kind!r} (use tl, cl or schedule)")
 
 
 def _target_or_default(device: Any) -> Target:
@@ -81,11 +98,100 @@ def _target_or_default(device: Any) -> Target:
         return DEFAULT_TARGET
 
 
-def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>") -> Any:
-    """StableHLO execution (issue 5): not available yet."""
-    raise TlcError("error: StableHLO execution is not implemented yet")
+def _is_stablehlo_module(program: Any) -> bool:
+    from frontend.ir.core import Module as StableHLOModule
+
+    return isinstance(program, StableHLOModule)
+
+
+def _kernels_program(lowered: Any) -> Program:
+    import tensorlang
+
+    return tensorlang.parse(lowered.kernels or "", filename="<lowered>")
+
+
+_EXECUTABLES: dict[tuple[Any, ...], Any] = {}
+
+
+def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>",
+                              entry: str = "main") -> Any:
+    """Parse, verify and lower StableHLO text; build its kernels (one program); cached."""
+    import frontend
+    from frontend.lower import lower_function
+
+    dev = _device(device)
+    key = (text, filename, entry, dev.key)
+    exe = _EXECUTABLES.get(key)
+    if exe is not None:
+        return exe
+    module = frontend.parse(text, filename=filename)
+    parts = module.parts or [module]
+    lowered = lower_function(_part_with(parts, entry), entry)
+    exe = _executable(lowered, dev, entry)
+    _EXECUTABLES[key] = exe
+    return exe
+
+
+def _part_with(parts: list[Any], entry: str) -> Any:
+    return next((p for p in parts if p.func(entry) is not None), parts[0])
+
+
+def compile_lowered(lowered: Any, device: Any = None) -> Any:
+    """An executable for an already lowered function (``frontend.lower.Lowered``)."""
+    return _executable(lowered, _device(device), lowered.func.name.strip('"'))
+
+
+def _executable(lowered: Any, dev: Any, entry: str) -> Any:
+    from backend_opencl.plan_exec import Executable
+    from frontend.ir.types import TensorType
+
+    program = _kernels_program(lowered)
+    module = compile_program(program, dev) if program.functions else None
+    arg_dtypes = [t.element.dtype for t in lowered.func.arg_types]
+    result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
+                     for t in lowered.func.result_types]
+    result_dtypes += [_check_dtype(lowered, i) for i in range(len(lowered.checks))]
+    return Executable(lowered.plan, module, dev, entry, arg_dtypes, result_dtypes)
+
+
+def _check_dtype(lowered: Any, i: int) -> Any:
+    """The numpy dtype of the i-th check result (the checked value's buffer)."""
+    import numpy as np
+
+    from backend_opencl.module import NUMPY_DTYPES
+
+    bid = lowered.plan.results[len(lowered.func.result_types) + i]
+    return np.dtype(NUMPY_DTYPES[lowered.plan.buffer(bid).dtype])
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """``tlc run`` (issue 5): not available yet."""
-    raise TlcError(f"{args.file}: error: StableHLO execution is not implemented yet")
+    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME]``."""
+    from pathlib import Path
+
+    import numpy as np
+
+    try:
+        text = Path(args.file).read_text()
+    except OSError as err:
+        raise TlcError(f"{args.file}: error: cannot read file: {err.strerror}") from None
+    exe = compile_stablehlo_program(text, device=args.device, filename=args.file,
+                                    entry=args.entry)
+    inputs = _load_inputs(args.inputs) if args.inputs else []
+    results = exe(*inputs)
+    out = {f"result{i}": r for i, r in enumerate(results)}
+    if args.output:
+        np.savez(args.output, **out)
+    else:
+        for name, r in out.items():
+            print(f"{name} = {np.array2string(r, threshold=64)}")
+    return 0
+
+
+def _load_inputs(path: str) -> list[Any]:
+    import numpy as np
+
+    try:
+        with np.load(path) as data:
+            return [data[k] for k in data.files]
+    except (OSError, ValueError) as err:
+        raise TlcError(f"{path}: error: cannot read inputs: {err}") from None

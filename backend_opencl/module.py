@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
@@ -26,7 +27,8 @@ from tensorlang.passes.effects import written_arguments
 NUMPY_DTYPES = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "index": np.int64, "f32": np.float32, "f64": np.float64, "c32": np.complex64,
-    "c64": np.complex128,
+    "c64": np.complex128, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "bf16": ml_dtypes.bfloat16,
 }
 
 
@@ -127,7 +129,7 @@ def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
         value = value[()]
     ok = {
         "int": (bool, int, np.integer, np.bool_),
-        "float": (int, float, np.integer, np.floating),
+        "float": (int, float, np.integer, np.floating, ml_dtypes.bfloat16),
         "complex": (int, float, complex, np.number),
     }[t.kind.value]
     if not isinstance(value, ok) or (t.is_int and not t.is_bool
@@ -144,6 +146,8 @@ def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
         info = np.iinfo(dtype)
         if not info.min <= int(value) <= info.max:
             raise LaunchError(f"{where}: {value} does not fit in {t}")
+    if t.is_half:  # passed as its 16-bit pattern
+        return np.array(value, dtype=dtype).view(np.uint16)[()]
     return dtype.type(value)
 
 

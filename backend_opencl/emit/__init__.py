@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backend_opencl.abi import ArgAbi
-from backend_opencl.emit import collectives, control, memref, scalar  # noqa: F401 (handlers)
+from backend_opencl.emit import (  # noqa: F401 (handlers)
+    collectives,
+    control,
+    mathfns,
+    memref,
+    numeric,
+    scalar,
+)
 from backend_opencl.emit.cnames import kernel_c_name
 from backend_opencl.emit.kernel import KernelEmitter
 from backend_opencl.emit.target import DEFAULT_TARGET, KernelPlan, Target, choose_plan
@@ -46,6 +53,7 @@ def emit_program(program: Program, target: Target = DEFAULT_TARGET) -> EmittedPr
     unit = Unit()
     texts, infos = [], {}
     for func in program.functions:
+        numeric.check_supported(func)
         plan = choose_plan(func, target)
         emitter = KernelEmitter(func, plan, target, unit)
         texts.append(emitter.emit())

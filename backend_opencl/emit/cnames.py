@@ -9,8 +9,12 @@ from tensorlang.ir.types import AddressSpace, MemRefType, ScalarType
 _CTYPES = {
     "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "index": "long",
     "f32": "float", "f64": "double", "c32": "float2", "c64": "double2",
+    "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
+    "f16": "float", "bf16": "float",  # computed in float, rounded to the type (numeric.py)
 }
-_STORAGE = {"i1": "char"}  # bool cannot live in memory or be a kernel argument
+# bool cannot live in memory or be a kernel argument; f16/bf16 are stored as bit patterns
+_STORAGE = {"i1": "char", "f16": "ushort", "bf16": "ushort"}
+_UNSIGNED = {"i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong"}
 _REAL = {"c32": "f32", "c64": "f64"}
 
 C_KEYWORDS = frozenset("""
@@ -46,6 +50,11 @@ def ctype(t: ScalarType) -> str:
 def storage_type(t: ScalarType) -> str:
     """The C type of a scalar held in memory or passed as a kernel argument."""
     return _STORAGE.get(t.name, _CTYPES[t.name])
+
+
+def unsigned_ctype(t: ScalarType) -> str:
+    """The unsigned C type of an integer type's width (wrapping arithmetic, bit tricks)."""
+    return _UNSIGNED.get(t.name, _CTYPES[t.name])
 
 
 def real_type(t: ScalarType) -> str:
@@ -86,13 +95,27 @@ def literal(value: object, t: ScalarType) -> str:
         part = real_type(t)
         return f"(({ctype(t)})({float_literal(z.real, part)}, {float_literal(z.imag, part)}))"
     if t.is_float:
-        return float_literal(float(value), ctype(t))  # type: ignore[arg-type]
+        return float_literal(_in_type(float(value), t), ctype(t))  # type: ignore[arg-type]
     if t.is_bool:
         return "true" if value else "false"
     number = int(value)  # type: ignore[call-overload]
+    if t.is_unsigned:
+        return f"{number % 2**t.bits}{'UL' if t.bits == 64 else 'U'}"
     if t.bits == 64:
         return f"({number}L)" if number < 0 else f"{number}L"
     return f"({number})" if number < 0 else str(number)
+
+
+def _in_type(value: float, t: ScalarType) -> float:
+    """``value`` rounded to f16 or bf16 (round to nearest even); other types unchanged."""
+    if not t.is_half:
+        return value
+    import ml_dtypes
+    import numpy as np
+
+    dtype = np.float16 if t.name == "f16" else ml_dtypes.bfloat16
+    with np.errstate(over="ignore"):
+        return float(np.float64(value).astype(dtype))
 
 
 def zero(t: ScalarType) -> str:

@@ -96,3 +96,36 @@ def emit_barrier(em: KernelEmitter, inst: Instruction) -> None:
     if inst.attr("fence_global"):
         flags.append("CLK_GLOBAL_MEM_FENCE")
     em.w.line(f"barrier({' | '.join(flags) or 'CLK_LOCAL_MEM_FENCE'});")
+
+
+@handler("foreach_nd")
+def emit_foreach_nd(em: KernelEmitter, inst: Instruction) -> None:
+    """``foreach (%i, %j, ...)``: the box's linear index is distributed cyclically over the
+    work-items and decomposed with the first mode fastest (contiguous for column-major)."""
+    t: ScalarType = inst.attr("loop_type")
+    lows = [em.scalar(v) for v in inst.operand("from")]
+    highs = [em.scalar(v) for v in inst.operand("to")]
+    extents = []
+    for k, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
+        extent = em.namer.fresh(f"extent{k}")
+        em.w.line(f"const long {extent} = {hi} > {lo} ? (long)({hi}) - (long)({lo}) : 0;")
+        extents.append(extent)
+    total = em.namer.fresh("total")
+    em.w.line(f"const long {total} = {' * '.join(extents)};")
+    body = inst.regions[0]
+    linear = em.namer.fresh("linear")
+    items = em.plan.num_work_items
+    inc = f"++{linear}" if items == 1 else f"{linear} += {items}"
+    with em.w.block(f"for (long {linear} = {em.local_id()}; {linear} < {total}; {inc})"):
+        rest = linear
+        for k, (arg, lo, extent) in enumerate(zip(body.args, lows, extents, strict=True)):
+            var = em.namer.fresh(arg.name or f"i{k}")
+            last = k == len(extents) - 1
+            offset = rest if last else f"{rest} % {extent}"
+            em.w.line(f"const {ctype(t)} {var} = ({ctype(t)})({lo} + {offset});")
+            em.env[arg] = var
+            if not last:
+                quotient = em.namer.fresh(f"rest{k}")
+                em.w.line(f"const long {quotient} = {rest} / {extent};")
+                rest = quotient
+        em.region(body)

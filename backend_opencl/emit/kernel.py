@@ -104,6 +104,8 @@ class KernelEmitter:
                 self.unit.need("fp64")
             if t.is_complex:
                 self.unit.need(f"complex:{t.name}")
+            if t.is_half:
+                self.unit.need(f"half:{t.name}")
 
     # -- structure --------------------------------------------------------------------------
 
@@ -161,7 +163,7 @@ class KernelEmitter:
             by_mode = {(p.kind, p.mode): p.name for p in arg.params}
             t = arg.type
             if isinstance(t, ScalarType):
-                self.env[arg.value] = arg.name if not t.is_bool else f"({arg.name} != 0)"
+                self.env[arg.value] = scalar_arg(arg.name, t)
             elif isinstance(t, MemRefType):
                 shape, strides = _dims(t, by_mode, ParamKind.SIZE, ParamKind.STRIDE)
                 self.env[arg.value] = MemView(t, arg.name, shape, strides)
@@ -180,6 +182,13 @@ def _dims(t: MemRefType, params: dict[tuple[ParamKind, int], str], size: ParamKi
     strides = tuple(str(s) if s is not None else params[(stride, m)]
                     for m, s in enumerate(t.strides))
     return shape, strides
+
+
+def scalar_arg(name: str, t: ScalarType) -> str:
+    """The value of a scalar kernel parameter (i1 travels as char, f16/bf16 as bits)."""
+    if t.is_bool:
+        return f"({name} != 0)"
+    return f"tlc_{t.name}_to_f32({name})" if t.is_half else name
 
 
 def constant_literal(value: object, t: ScalarType) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from backend_opencl.emit.cnames import pointer_type, storage_type
 from backend_opencl.emit.kernel import SLAB, KernelEmitter, handler
+from backend_opencl.emit.numeric import load_value, store_value
 from backend_opencl.emit.view import MemView, add, is_literal, mul
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.ops import Slice
@@ -20,7 +21,7 @@ def emit_load(em: KernelEmitter, inst: Instruction) -> None:
     if isinstance(source.type, GroupType):
         _load_member(em, inst, indices[0])
     else:
-        em.define(inst.result, em.view(source).at(indices))
+        em.define(inst.result, load_value(inst.result.type, em.view(source).at(indices)))
 
 
 def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
@@ -49,7 +50,8 @@ def emit_store(em: KernelEmitter, inst: Instruction) -> None:
     """``store``: one element."""
     indices = [em.scalar(v) for v in inst.operand("indices")]
     view = em.view(inst.operand("operand"))
-    em.w.line(f"{view.at(indices)} = {em.scalar(inst.operand('value'))};")
+    value = store_value(view.type.element, em.scalar(inst.operand("value")))
+    em.w.line(f"{view.at(indices)} = {value};")
 
 
 def _dynamic(em: KernelEmitter, inst: Instruction) -> Iterator[str]:

@@ -2,12 +2,15 @@
 
 Features are plain strings collected while emitting kernels:
 ``fp64``, ``complex:c32`` / ``complex:c64`` (multiply and divide helpers) and
+``half:f16`` / ``half:bf16`` and ``odd:<ctype>`` (16-bit float conversions, see
+:mod:`backend_opencl.emit.halfprec`),
 ``atomic:<mode>:<type>:<space>`` with mode ``store``, ``add`` or ``axpby``
 (``*p = x``, ``*p = x + *p``, ``*p = x + beta * *p``, each as one atomic update).
 """
 
 from __future__ import annotations
 
+from backend_opencl.emit import halfprec
 from backend_opencl.emit.cnames import ctype
 from tensorlang.ir.types import SCALAR_TYPES
 
@@ -38,6 +41,7 @@ def header(features: set[str]) -> str:
     if any(f.startswith("atomic:") and _needs_int64(f) for f in features):
         lines.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
     lines.append("")
+    lines += halfprec.helpers(features)
     for name in ("c32", "c64"):
         if f"complex:{name}" in features:
             lines.append(_complex_helpers(name))

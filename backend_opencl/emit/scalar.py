@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backend_opencl.emit import prelude
-from backend_opencl.emit.cnames import ctype, literal, real_type
+from backend_opencl.emit import numeric, prelude
+from backend_opencl.emit.cnames import literal
 from backend_opencl.emit.kernel import KernelEmitter, handler
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.ops import ArithOp, CmpCond
@@ -18,7 +18,17 @@ _CMP = {CmpCond.EQ: "==", CmpCond.NE: "!=", CmpCond.GT: ">", CmpCond.GE: ">=",
 
 
 def binary(op: ArithOp, t: ScalarType, a: str, b: str) -> str:
-    """C for ``a op b`` on type ``t``."""
+    """C for ``a op b`` on type ``t`` (integer and f16/bf16 semantics: numeric.py)."""
+    if t.is_int:
+        defined = numeric.int_binary(op, t, a, b)
+        if defined is not None:
+            return defined
+    if t.is_half:
+        return numeric.rounded(t, _plain_binary(op, t, a, b))
+    return _plain_binary(op, t, a, b)
+
+
+def _plain_binary(op: ArithOp, t: ScalarType, a: str, b: str) -> str:
     if t.is_complex and op in (ArithOp.MUL, ArithOp.DIV):
         helper = prelude.cmul(t.name) if op is ArithOp.MUL else prelude.cdiv(t.name)
         return f"{helper}({a}, {b})"
@@ -38,7 +48,7 @@ def emit_arith(em: KernelEmitter, inst: Instruction) -> None:
     op: ArithOp = inst.attr("op")
     a = em.scalar(inst.operand("a"))
     if op is ArithOp.NEG:
-        expr = a if t.is_bool else f"-{a}"
+        expr = numeric.negate(t, a)
     elif op is ArithOp.NOT:
         expr = f"!{a}" if t.is_bool else f"~{a}"
     else:
@@ -53,23 +63,7 @@ def emit_cast(em: KernelEmitter, inst: Instruction) -> None:
     dst: ScalarType = inst.attr("to_type")
     em.use_type(src)
     a = em.scalar(inst.operand("a"))
-    em.define(inst.result, cast(a, src, dst))
-
-
-def cast(a: str, src: ScalarType, dst: ScalarType) -> str:
-    """C converting ``a`` from ``src`` to ``dst``."""
-    if src == dst:
-        return a
-    if dst.is_bool:
-        return f"({a}.x != 0 || {a}.y != 0)" if src.is_complex else f"({a} != 0)"
-    if dst.is_complex:
-        if src.is_complex:
-            return f"convert_{ctype(dst)}({a})"
-        part = real_type(dst)
-        return f"(({ctype(dst)})(({part}){a}, 0))"
-    if src.is_complex:
-        return f"(({ctype(dst)}){a}.x)"
-    return f"(({ctype(dst)}){a})"
+    em.define(inst.result, numeric.cast(em.unit, a, src, dst))
 
 
 @handler("cmp")

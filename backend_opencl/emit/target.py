@@ -23,6 +23,12 @@ class Target:
     has_fp64: bool = True
     has_int64_atomics: bool = True
     has_svm: bool = True
+    vector_bytes: int = 32
+    """Bytes of one SIMD register a work-item's register block is vectorised with."""
+    registers: int = 16
+    """Vector registers per core (the register-block budget)."""
+    register_blocks: tuple[tuple[str, int, int], ...] = ()
+    """Tuned register blocks: (kernel name, RM, RN), overriding the cost model."""
 
     @property
     def native_subgroups(self) -> bool:
@@ -65,6 +71,10 @@ class KernelPlan:
     subgroup_size: int
     native_subgroups: bool
     blocked: bool
+    vector_bytes: int = 32
+    registers: int = 16
+    register_block: tuple[int, int] | None = None
+    """A tuned RM x RN for the kernel's contractions (None: the cost model decides)."""
 
     @property
     def num_work_items(self) -> int:
@@ -93,7 +103,11 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
     elif wg[0] % sg:
         raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}): the first mode "
                               f"must be a multiple of subgroup_size({sg})")
-    return KernelPlan(wg, sg, target.native_subgroups, blocked=target.kind == "cpu")
+    tuned = next(((rm, rn) for name, rm, rn in target.register_blocks if name == func.name),
+                 None)
+    return KernelPlan(wg, sg, target.native_subgroups, blocked=target.kind == "cpu",
+                      vector_bytes=target.vector_bytes, registers=target.registers,
+                      register_block=tuned)
 
 
 def _default_wg(target: Target, sg: int | None) -> tuple[int, int]:

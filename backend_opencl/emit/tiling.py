@@ -1,16 +1,14 @@
-"""Tile plans and helper-function text for the collectives.
+"""Helper functions for the collectives, with loops from the polyhedral scheduler.
 
-This is the one interface the collectives go through to become loops: a contraction
-``C[i,j] := alpha * sum_k opA[i,k] opB[k,j] + beta * C[i,j]`` or an elementwise update
-is described by a spec; :func:`contraction_helper` / :func:`elementwise_helper` turn it
-into a helper function distributed over the work-group.  (The polyhedral scheduler can
-later replace the loop building here without touching the instruction lowering.)
-
-Contraction tiling: the work-group covers tiles of ``TM x TN = (RM*WGX) x (RN*WGY)``
-elements of C; each work-item accumulates an ``RM x RN`` register block with the k loop
-innermost.  ``blocked`` plans give a work-item RM contiguous rows (vectorisable on CPUs),
-otherwise rows are interleaved across work-items (coalesced on GPUs).  Full tiles take an
-unguarded path; edge tiles guard every load and store.
+A contraction ``C[i,j] := alpha * sum_k opA[i,k] opB[k,j] + beta * C[i,j]`` or an
+elementwise update is described by a spec; :func:`contraction_helper` /
+:func:`elementwise_helper` / :func:`reduction_helper` turn it into a helper function run
+by every work-item of the work-group.  The loops themselves come from isl
+(:mod:`tensorlang.schedule.tiling`): the work-item's full ``RM x RN`` register blocks run
+straight-line code (k innermost, ``a*b+c``), edge blocks run loops bounded exactly by the
+remaining rows and columns, so sizes need not divide the tiles and nothing is accessed out
+of bounds.  Register-block sizes come from :mod:`backend_opencl.emit.costmodel` (or
+``tlc tune``).  This module prints statements; it builds no loop bounds itself.
 """
 
 from __future__ import annotations
@@ -19,12 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backend_opencl.emit.cnames import ctype, zero
+from backend_opencl.emit.costmodel import pow2_at_least, register_block
+from backend_opencl.emit.loops import Statement, write_loops
 from backend_opencl.emit.target import KernelPlan
 from backend_opencl.emit.update import Scale, madd, scaled
 from backend_opencl.emit.update import mul as mul_t
 from backend_opencl.emit.view import add, is_literal, mul
 from backend_opencl.emit.writer import Writer
 from tensorlang.ir.types import ScalarType
+from tensorlang.schedule.loops import Node
+from tensorlang.schedule.tiling import TileShape, contraction_loops, distributed
 
 Store = Callable[[str, str], str]
 """(lvalue, value) -> the C statement that updates the output element."""
@@ -107,67 +109,41 @@ def _storage(elem: ScalarType) -> str:
     return "char" if elem.is_bool else ctype(elem)
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
-def register_block(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> tuple[int, int]:
-    """RM x RN: the part of C one work-item holds in registers."""
-    wgx, wgy = plan.work_group_size
-    size = max(1, elem.bits // 8)
-    if plan.blocked:  # one 256-bit vector of rows: PoCL's build time grows with the block
-        rm_max, rn_max = max(1, 32 // size), 4
-    else:
-        rm_max, rn_max = 4, 4
-    rm = rm_max if not is_literal(m) else min(rm_max, _pow2_at_least(_ceil_div(int(m), wgx)))
-    rn = rn_max if not is_literal(n) else min(rn_max, _ceil_div(int(n), wgy))
-    return max(rm, 1), max(rn, 1)
-
-
 def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStore,
                        p: Params) -> str:
-    """Helper text (named ``@NAME@``) for a contraction; ``p`` collects its parameters."""
+    """Helper text (named ``@NAME@``) for a contraction; ``p`` collects its parameters.
+
+    The loops come from the scheduler (:func:`tensorlang.schedule.tiling.contraction_loops`):
+    full register blocks run straight-line code, edge blocks loop exactly over the rows and
+    columns that exist.
+    """
     t = spec.elem
     rm, rn = register_block(plan, t, spec.m, spec.n)
-    wgx, wgy = plan.work_group_size
+    shape = TileShape(plan.work_group_size, rm, rn, plan.blocked)
     a = p.matrix(spec.a, t, "A", True)
     b = p.matrix(spec.b, t, "B", True) if spec.b is not None else None
     m, n, k = (p.value(e, "long", x) for e, x in ((spec.m, "M"), (spec.n, "N"), (spec.k, "K")))
     alpha = _scale_param(spec.alpha, t, p, "alpha")
     store = make_store(_scale_param(spec.beta, t, p, "beta"))
     c = p.matrix(spec.c, t, "C", False)
-    tm, tn = rm * wgx, rn * wgy
-    rows = (mul("lx", str(rm)), "r") if plan.blocked else ("lx", f"r * {wgx}")
-    cols = (mul("ly", str(rn)), "c") if plan.blocked else ("ly", f"c * {wgy}")
+    loops = contraction_loops(shape, m, n)
+    body = _ContractionBody(t, shape, a, b, c, k, alpha, store)
     w = Writer(1)
+    wgx, wgy = plan.work_group_size
     w.line(f"const long lx = {'0' if wgx == 1 else 'get_local_id(0)'};")
     w.line(f"const long ly = {'0' if wgy == 1 else 'get_local_id(1)'};")
-    with w.block(f"for (long n0 = 0; n0 < {n}; n0 += {tn})"), \
-            w.block(f"for (long m0 = 0; m0 < {m}; m0 += {tm})"):
-        w.line(f"const long mb = {add('m0', rows[0])};")
-        w.line(f"const long nb = {add('n0', cols[0])};")
-        w.line(f"{ctype(t)} acc[{rn}][{rm}];")
-        _unrolled(w, [("c", rn), ("r", rm)], f"acc[c][r] = {zero(t)};")
-        body = _ContractionBody(t, rm, rn, a, b, c, m, n, k, rows[1], cols[1], alpha, store)
-        if _divides(m, tm) and _divides(n, tn):
-            body.emit(w, guarded=False)
-        else:
-            with w.block(f"if (m0 + {tm} <= {m} && n0 + {tn} <= {n})"):
-                body.emit(w, guarded=False)
-            with w.else_block():
-                body.emit(w, guarded=True)
+    write_loops(w, loops.full, {"Full": body.block(loops.rows, loops.cols, loops.cells)})
+    write_loops(w, loops.edge, {"Edge": body.block(loops.edge_rows, loops.edge_cols,
+                                                   loops.edge_cells)})
     return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
 
 
-def _divides(size: str, tile: int) -> bool:
-    return is_literal(size) and int(size) % tile == 0
+_REGS = ("r", "c")
+"""Intra-block loops over the register block: unrolled when their bounds are constant."""
+
+
+def _paren(expr: str) -> str:
+    return expr if expr.replace("_", "").isalnum() else f"({expr})"
 
 
 def _unrolled(w: Writer, loops: list[tuple[str, int]], stmt: str) -> None:
@@ -183,46 +159,83 @@ def _unrolled(w: Writer, loops: list[tuple[str, int]], stmt: str) -> None:
 
 @dataclass
 class _ContractionBody:
+    """The statements of one register block: accumulate over k, then update C."""
+
     t: ScalarType
-    rm: int
-    rn: int
+    shape: TileShape
     a: Matrix
     b: Matrix | None
     c: Matrix
-    m: str
-    n: str
     k: str
-    r_step: str
-    c_step: str
     alpha: Scale
     store: Store
 
-    def emit(self, w: Writer, guarded: bool) -> None:
-        t, row, col = self.t, f"(mb + {self.r_step})", f"(nb + {self.c_step})"
+    def block(self, rows: Node, cols: Node, cells: Node) -> Statement:
+        """The statement ``Full(m0, n0)`` / ``Edge(m0, n0)`` with these intra-block loops."""
+
+        def emit(w: Writer, origin: tuple[str, ...]) -> None:
+            w.line("{")
+            w.level += 1
+            self._emit(w, origin, rows, cols, cells)
+            w.level -= 1
+            w.line("}")
+
+        return emit
+
+    def _emit(self, w: Writer, origin: tuple[str, ...], rows: Node, cols: Node,
+              cells: Node) -> None:
+        t, sh = self.t, self.shape
+        row0 = mul("lx", str(sh.rm)) if sh.blocked else "lx"
+        col0 = mul("ly", str(sh.rn)) if sh.blocked else "ly"
+        w.line(f"const long mb = {add(_paren(origin[0]), row0)};")
+        w.line(f"const long nb = {add(_paren(origin[1]), col0)};")
+        w.line(f"{ctype(t)} acc[{sh.rn}][{sh.rm}];")
+        _unrolled(w, [("c", sh.rn), ("r", sh.rm)], f"acc[c][r] = {zero(t)};")
         with w.block(f"for (long k = 0; k < {self.k}; ++k)"):
-            w.line(f"{ctype(t)} a[{self.rm}];")
-            load = f"{self.a.ptr}[{add(mul(row, self.a.si), mul('k', self.a.sk))}]"
-            guard = f"{row} < {self.m} ? {load} : {zero(t)}" if guarded else load
-            _unrolled(w, [("r", self.rm)], f"a[r] = {guard};")
+            w.line(f"{ctype(t)} a[{sh.rm}];")
+            write_loops(w, rows, {"Row": self._load_a}, _REGS)
             if self.b is None:
-                _unrolled(w, [("c", self.rn), ("r", self.rm)], "acc[c][r] = a[r] + acc[c][r];")
+                write_loops(w, cells, {"Cell": lambda w, cr: w.line(
+                    f"acc[{cr[0]}][{cr[1]}] = a[{cr[1]}] + acc[{cr[0]}][{cr[1]}];")}, _REGS)
             else:
-                w.line(f"{ctype(t)} b[{self.rn}];")
-                load = f"{self.b.ptr}[{add(mul('k', self.b.si), mul(col, self.b.sk))}]"
-                guard = f"{col} < {self.n} ? {load} : {zero(t)}" if guarded else load
-                _unrolled(w, [("c", self.rn)], f"b[c] = {guard};")
-                _unrolled(w, [("c", self.rn), ("r", self.rm)],
-                          f"acc[c][r] = {madd(t, 'a[r]', 'b[c]', 'acc[c][r]')};")
-        out = f"{self.c.ptr}[{add(mul(row, self.c.si), mul(col, self.c.sk))}]"
-        stmt = self.store(out, scaled(t, self.alpha, "acc[c][r]"))
-        if guarded:
-            stmt = f"if ({row} < {self.m} && {col} < {self.n}) {stmt}"
-        _unrolled(w, [("c", self.rn), ("r", self.rm)], stmt)
+                w.line(f"{ctype(t)} b[{sh.rn}];")
+                write_loops(w, cols, {"Col": self._load_b}, _REGS)
+                write_loops(w, cells, {"Cell": self._madd}, _REGS)
+        write_loops(w, cells, {"Cell": self._update}, _REGS)
+
+    def _row(self, r: str) -> str:
+        return f"(mb + {r})" if self.shape.blocked else f"(mb + {mul(r, str(self.shape.wg[0]))})"
+
+    def _col(self, c: str) -> str:
+        return f"(nb + {c})" if self.shape.blocked else f"(nb + {mul(c, str(self.shape.wg[1]))})"
+
+    def _load_a(self, w: Writer, r: tuple[str, ...]) -> None:
+        a = self.a
+        w.line(f"a[{r[0]}] = {a.ptr}[{add(mul(self._row(r[0]), a.si), mul('k', a.sk))}];")
+
+    def _load_b(self, w: Writer, c: tuple[str, ...]) -> None:
+        b = self.b
+        assert b is not None
+        w.line(f"b[{c[0]}] = {b.ptr}[{add(mul('k', b.si), mul(self._col(c[0]), b.sk))}];")
+
+    def _madd(self, w: Writer, cr: tuple[str, ...]) -> None:
+        acc = f"acc[{cr[0]}][{cr[1]}]"
+        w.line(f"{acc} = {madd(self.t, f'a[{cr[1]}]', f'b[{cr[0]}]', acc)};")
+
+    def _update(self, w: Writer, cr: tuple[str, ...]) -> None:
+        c = self.c
+        out = f"{c.ptr}[{add(mul(self._row(cr[1]), c.si), mul(self._col(cr[0]), c.sk))}]"
+        w.line(self.store(out, scaled(self.t, self.alpha, f"acc[{cr[0]}][{cr[1]}]")))
 
 
 def elementwise_helper(spec: Elementwise, plan: KernelPlan, make_store: MakeStore,
                        p: Params) -> str:
-    """Helper text (named ``@NAME@``) for an elementwise update over M x N."""
+    """Helper text (named ``@NAME@``) for an elementwise update over M x N.
+
+    Points are dealt cyclically to the work-items (:func:`tensorlang.schedule.tiling.distributed`):
+    the first mode over the work-group's first dimension, the second over its columns, or a
+    vector over all work-items.
+    """
     t = spec.elem
     ops = [p.matrix(x, t, "AB"[i] if i < 2 else f"X{i}", True)
            for i, x in enumerate(spec.operands)]
@@ -230,31 +243,34 @@ def elementwise_helper(spec: Elementwise, plan: KernelPlan, make_store: MakeStor
     alpha = _scale_param(spec.alpha, t, p, "alpha")
     store = make_store(_scale_param(spec.beta, t, p, "beta"))
     c = p.matrix(spec.c, t, "C", False)
-    value = ""
-    for x in ops:
-        load = f"{x.ptr}[{add(mul('i', x.si), mul('j', x.sk))}]"
-        value = load if not value else mul_t(t, value, load)
-    out = f"{c.ptr}[{add(mul('i', c.si), mul('j', c.sk))}]"
-    w = Writer(1)
     wgx, wgy = plan.work_group_size
+    w = Writer(1)
     if n == "1":
-        items = wgx * wgy
-        lid = "0" if items == 1 else "get_local_id(0) + get_local_id(1) * " + str(wgx)
-        w.line("const long j = 0;")
-        head = [f"for (long i = {lid}; i < {m}; i += {items})"]
+        w.line(f"const long lid = {_linear_id(plan)};")
+        loops = distributed((m,), ("lid",), (wgx * wgy,))
     else:
-        head = [f"for (long j = {'0' if wgy == 1 else 'get_local_id(1)'}; j < {n}; j += {wgy})",
-                f"for (long i = {'0' if wgx == 1 else 'get_local_id(0)'}; i < {m}; i += {wgx})"]
-    for h in head:
-        w.line(h + " {")
-        w.level += 1
-    w.line(store(out, scaled(t, alpha, value)))
-    for _ in head:
-        w.level -= 1
-        w.line("}")
+        w.line(f"const long lx = {'0' if wgx == 1 else 'get_local_id(0)'};")
+        w.line(f"const long ly = {'0' if wgy == 1 else 'get_local_id(1)'};")
+        loops = distributed((m, n), ("lx", "ly"), (wgx, wgy))
+
+    def point(w: Writer, ij: tuple[str, ...]) -> None:
+        i, j = ij[0], ij[1] if len(ij) > 1 else "0"
+        value = ""
+        for x in ops:
+            load = f"{x.ptr}[{add(mul(i, x.si), mul(j, x.sk))}]"
+            value = load if not value else mul_t(t, value, load)
+        out = f"{c.ptr}[{add(mul(i, c.si), mul(j, c.sk))}]"
+        w.line(store(out, scaled(t, alpha, value)))
+
+    write_loops(w, loops, {"P": point})
     return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
 
 
+def _linear_id(plan: KernelPlan) -> str:
+    wgx, wgy = plan.work_group_size
+    if wgx * wgy == 1:
+        return "0"
+    return "get_local_id(0)" if wgy == 1 else f"get_local_id(0) + get_local_id(1) * {wgx}"
 
 
 def reduction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStore, p: Params,
@@ -269,17 +285,16 @@ def reduction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStore,
     c = p.matrix(spec.c, t, "C", False)
     items = plan.num_work_items
     w = Writer(1)
-    lid = "0" if items == 1 else f"get_local_id(0) + get_local_id(1) * {plan.work_group_size[0]}"
-    w.line(f"const long lid = {lid};")
+    w.line(f"const long lid = {_linear_id(plan)};")
     w.line(f"{ctype(t)} acc = {zero(t)};")
-    step = "++i" if items == 1 else f"i += {items}"
-    w.line(f"for (long i = lid; i < {k}; {step}) acc = {a.ptr}[{mul('i', a.sk)}] + acc;")
+    write_loops(w, distributed((k,), ("lid",), (items,)), {"P": lambda w, i: w.line(
+        f"acc = {a.ptr}[{mul(i[0], a.sk)}] + acc;")})
     result = "acc"
     if items > 1:
         red = p.value(scratch, f"local {ctype(t)}*", "red")
         w.line(f"{red}[lid] = acc;")
         w.line("barrier(CLK_LOCAL_MEM_FENCE);")
-        with w.block(f"for (int s = {_pow2_at_least(items) // 2}; s > 0; s >>= 1)"):
+        with w.block(f"for (int s = {pow2_at_least(items) // 2}; s > 0; s >>= 1)"):
             w.line(f"if (lid < s && lid + s < {items}) {red}[lid] = {red}[lid] + {red}[lid + s];")
             w.line("barrier(CLK_LOCAL_MEM_FENCE);")
         result = f"{red}[0]"

@@ -24,12 +24,24 @@ from math import prod
 
 from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.core import Instruction, Value
-from tensorlang.ir.ops import Slice
-from tensorlang.ir.types import I1, I32, INDEX, Dim, GroupType, MemRefType, Type, dim_str
+from tensorlang.ir.ops import MATH_FNS, Slice
+from tensorlang.ir.types import (
+    I1,
+    I32,
+    INDEX,
+    Dim,
+    GroupType,
+    MemRefType,
+    ScalarType,
+    Type,
+    complex_part,
+    dim_str,
+)
 
 _INDEX_RESULT = ("group_id", "group_size", "size")
 _I32_RESULT = ("num_subgroups", "subgroup_size", "subgroup_id", "subgroup_local_id")
-_ATTR_RESULT = {"alloca": "type", "arith": "type", "constant": "type", "cast": "to_type"}
+_ATTR_RESULT = {"alloca": "type", "arith": "type", "constant": "type", "cast": "to_type",
+                "select": "type", "bitcast": "to_type", "complex": "type"}
 
 
 def result_types(inst: Instruction) -> list[Type]:
@@ -45,6 +57,8 @@ def result_types(inst: Instruction) -> list[Type]:
         return [inst.attr(_ATTR_RESULT[name])]
     if name == "cmp":
         return [I1]
+    if name == "math":
+        return [math_result_type(inst.attr("fn"), inst.attr("type"))]
     if name == "if":
         return list(inst.attr("result_types"))
     if name == "for":
@@ -52,6 +66,14 @@ def result_types(inst: Instruction) -> list[Type]:
     if name in _VIEWS:
         return [_VIEWS[name](inst)]
     return []
+
+
+def math_result_type(fn: str, t: ScalarType) -> ScalarType:
+    """``math.<fn>`` on type ``t``: ``t``, its real part type (abs, real, imag) or i1."""
+    result = MATH_FNS[fn].result
+    if result == "i1":
+        return I1
+    return complex_part(t) if result == "real" else t
 
 
 def result_type(inst: Instruction) -> Type:

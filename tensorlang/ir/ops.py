@@ -74,6 +74,44 @@ class CmpCond(Enum):
 
 
 @dataclass(frozen=True)
+class MathFn:
+    """One ``math.<fn>`` function: its arity, the scalar kinds it takes and its result.
+
+    ``kinds`` holds ``i1``, ``int`` (signed and unsigned integers, not i1), ``float``
+    (f16, bf16, f32, f64) and ``complex``; ``result`` is ``same`` (the operand type), ``real`` (the
+    part type of a complex operand, the operand type otherwise) or ``i1``.
+    """
+
+    name: str
+    arity: int
+    kinds: frozenset[str]
+    result: str = "same"
+
+
+def _fns(names: str, arity: int, kinds: str, result: str = "same") -> list[MathFn]:
+    return [MathFn(n, arity, frozenset(kinds.split()), result) for n in names.split()]
+
+
+MATH_FNS: dict[str, MathFn] = {fn.name: fn for fn in (
+    *_fns("abs", 1, "int float complex", "real"),
+    *_fns("sqrt rsqrt cbrt exp log log1p expm1 sin cos tan tanh logistic", 1,
+          "float complex"),
+    *_fns("exp2 log2 log10 asin acos atan sinh cosh asinh acosh atanh erf erfc lgamma "
+          "floor ceil round roundeven trunc", 1, "float"),
+    *_fns("sign", 1, "int float complex"),
+    *_fns("isfinite", 1, "float", "i1"),
+    *_fns("popcount clz", 1, "int"),
+    *_fns("real imag", 1, "float complex", "real"),
+    *_fns("conj", 1, "complex"),
+    *_fns("pow", 2, "int float complex"),
+    *_fns("min max", 2, "i1 int float complex"),
+    *_fns("atan2", 2, "float complex"),
+    *_fns("copysign hypot nextafter", 2, "float"),
+)}
+"""Every ``math.<fn>`` function (docs/language.md, "Math functions")."""
+
+
+@dataclass(frozen=True)
 class Slice:
     """One mode of a subview: ``offset``, ``offset:size`` or ``:`` (the whole mode).
 
@@ -167,6 +205,11 @@ OPS: dict[str, OpDef] = {
               "Loop over [from, to) without sequence guarantee; the body is SPMD.",
               _ops("from", "to"), (("loop_type", "ScalarType: type of the loop variable"),),
               regions=(RegionDef("body", RegionKind.SPMD),)),
+        OpDef("foreach_nd", Exec.COLLECTIVE,
+              "foreach (%i, %j, ...) = (from...), (to...): a multi-dimensional foreach over "
+              "the box [from, to); the body is SPMD.", _ops("from", "to", arity=Arity.VARIADIC),
+              (("loop_type", "ScalarType: type of the loop variables"),),
+              regions=(RegionDef("body", RegionKind.SPMD),)),
         OpDef("gemm", Exec.COLLECTIVE, "C := alpha op(A) op(B) + beta C.", _BLAS5,
               (_TRANS_A, ("trans_b", "Transpose: op(B)"), _ATOMIC), blas=True),
         OpDef("gemv", Exec.COLLECTIVE, "c := alpha op(A) b + beta c.", _BLAS5,
@@ -183,6 +226,16 @@ OPS: dict[str, OpDef] = {
         OpDef("arith", Exec.MIXED, "Binary or unary arithmetic on scalars.",
               (OperandDef("a"), OperandDef("b", Arity.OPTIONAL)),
               (("op", "ArithOp"), ("type", "ScalarType: operand and result type")), **_ID),
+        OpDef("bitcast", Exec.MIXED, "Reinterpret the bits of a scalar as another type of the "
+              "same width.", _ops("a"), (("from_type", "ScalarType"), ("to_type", "ScalarType")),
+              **_ID),
+        OpDef("complex", Exec.MIXED, "Build a complex number from its real and imaginary parts.",
+              _ops("re", "im"), (("type", "ScalarType: the complex result type"),), **_ID),
+        OpDef("math", Exec.MIXED, "An elementary function of one or two scalars (math.<fn>).",
+              (OperandDef("a"), OperandDef("b", Arity.OPTIONAL)),
+              (("fn", "str: a key of MATH_FNS"), ("type", "ScalarType: operand type")), **_ID),
+        OpDef("select", Exec.MIXED, "a if cond else b (both evaluated).", _ops("cond", "a", "b"),
+              (("type", "ScalarType: the type of a, b and the result"),), **_ID),
         OpDef("barrier", Exec.MIXED, "Control barrier with optional memory fences.",
               attrs=(("fence_global", "bool: .global"), ("fence_local", "bool: .local"))),
         OpDef("cast", Exec.MIXED, "Convert a scalar to another scalar type.", _ops("a"),

@@ -32,7 +32,8 @@ class ScalarKind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class ScalarType:
-    """A scalar type: ``i1 i8 i16 i32 i64 index f32 f64 c32 c64``."""
+    """A scalar type: ``i1 i8 i16 i32 i64 index f32 f64 c32 c64`` and the extensions
+    ``u8 u16 u32 u64`` (unsigned integers), ``f16`` and ``bf16`` (16-bit storage floats)."""
 
     name: str
 
@@ -55,8 +56,23 @@ class ScalarType:
         return self.kind is ScalarKind.INT
 
     @property
+    def is_unsigned(self) -> bool:
+        """True for the unsigned integer types u8..u64."""
+        return self.name in _UNSIGNED
+
+    @property
+    def is_signed_int(self) -> bool:
+        """True for i8..i64 and index (two's complement, signed semantics)."""
+        return self.is_int and not self.is_bool and not self.is_unsigned
+
+    @property
+    def is_half(self) -> bool:
+        """True for f16 and bf16: stored as 16 bits, computed in f32 and rounded."""
+        return self.name in ("f16", "bf16")
+
+    @property
     def is_float(self) -> bool:
-        """True for f32 and f64."""
+        """True for f16, bf16, f32 and f64."""
         return self.kind is ScalarKind.FLOAT
 
     @property
@@ -80,16 +96,26 @@ _SCALAR_INFO: dict[str, tuple[ScalarKind, int]] = {
     "i32": (ScalarKind.INT, 32),
     "i64": (ScalarKind.INT, 64),
     "index": (ScalarKind.INT, 64),
+    "u8": (ScalarKind.INT, 8),
+    "u16": (ScalarKind.INT, 16),
+    "u32": (ScalarKind.INT, 32),
+    "u64": (ScalarKind.INT, 64),
+    "f16": (ScalarKind.FLOAT, 16),
+    "bf16": (ScalarKind.FLOAT, 16),
     "f32": (ScalarKind.FLOAT, 32),
     "f64": (ScalarKind.FLOAT, 64),
     "c32": (ScalarKind.COMPLEX, 64),
     "c64": (ScalarKind.COMPLEX, 128),
 }
 
+_UNSIGNED = frozenset(("u8", "u16", "u32", "u64"))
+
 SCALAR_TYPES: dict[str, ScalarType] = {name: ScalarType(name) for name in _SCALAR_INFO}
 I1, I8, I16, I32, I64 = (SCALAR_TYPES[n] for n in ("i1", "i8", "i16", "i32", "i64"))
 INDEX = SCALAR_TYPES["index"]
 F32, F64, C32, C64 = (SCALAR_TYPES[n] for n in ("f32", "f64", "c32", "c64"))
+U8, U16, U32, U64 = (SCALAR_TYPES[n] for n in ("u8", "u16", "u32", "u64"))
+F16, BF16 = SCALAR_TYPES["f16"], SCALAR_TYPES["bf16"]
 
 
 class AddressSpace(Enum):
@@ -186,3 +212,13 @@ VOID = VoidType()
 
 Type = ScalarType | MemRefType | GroupType | VoidType
 """Any tensor-language type."""
+
+
+def complex_part(t: ScalarType) -> ScalarType:
+    """The type of a complex type's real and imaginary parts (``t`` itself when real)."""
+    return {"c32": F32, "c64": F64}.get(t.name, t)
+
+
+def complex_of(t: ScalarType) -> ScalarType | None:
+    """The complex type whose parts have type ``t`` (f32 -> c32, f64 -> c64), else None."""
+    return {"f32": C32, "f64": C64}.get(t.name)

@@ -1,5 +1,9 @@
 """Memory effects: which memory (function argument or alloca) an instruction reads or writes.
 
+Root-level and syntactic: used to know which arguments a kernel writes (copy-back).
+Barrier placement uses the element-level isl footprints of
+:mod:`tensorlang.schedule.deps` instead.
+
 Views (subview, expand, fuse, a group member from load) are traced back to their
 *root*: the function argument or alloca result they point into.  Distinct roots are
 assumed not to alias (arguments behave like ``restrict`` pointers).

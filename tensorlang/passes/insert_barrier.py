@@ -1,9 +1,12 @@
 """insert-barrier: a barrier between collective instructions that depend through memory.
 
-In collective regions, an instruction that reads or writes memory (a root: argument or
-alloca) that an earlier instruction since the last barrier wrote, or writes memory it
-read, gets a ``barrier`` in front of it, with ``.local`` / ``.global`` fences matching
-the memory involved.  Nothing else gets one: independent collectives run back to back.
+In collective regions, an instruction that reads or writes elements that an earlier
+instruction since the last barrier wrote, or writes elements it read, gets a ``barrier``
+in front of it, with ``.local`` / ``.global`` fences matching the memory involved.
+Footprints are isl sets built from the access relations of the scheduler
+(:mod:`tensorlang.schedule.deps`): collectives on disjoint parts of one array (two
+subviews, even with dynamic offsets) need no barrier; where isl cannot prove
+disjointness, the barrier stays.
 Loop bodies see the effects of their own previous iteration; an ``if`` continues with
 the union of both branches.  SPMD regions are left alone (barriers there are the
 author's, as the reference says).
@@ -16,8 +19,10 @@ from typing import ClassVar
 
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS
-from tensorlang.passes.effects import Effects, effects, is_local
+from tensorlang.passes.effects import is_local
 from tensorlang.passes.manager import Pass
+from tensorlang.schedule.affine import Symbols
+from tensorlang.schedule.deps import Footprint, footprint
 
 
 @dataclass(frozen=True)
@@ -34,35 +39,34 @@ class InsertBarrier(Pass):
 
 def insert_barriers(func: Function) -> None:
     """Insert the barriers ``func`` needs (idempotent)."""
-    _region(func.body, Effects())
+    _region(func.body, Footprint(), Symbols())
 
 
-def _region(region: Region, pending: Effects) -> Effects:
+def _region(region: Region, pending: Footprint, syms: Symbols) -> Footprint:
     for inst in list(region.instructions):
         if inst.name == "barrier":
             pending = _after_barrier(inst, pending)
             continue
-        mine = effects(inst)
+        mine = footprint(inst, syms)
         clash = pending.conflicts(mine)
         if clash:
             _insert_before(region, inst, clash)
-            pending = Effects()
+            pending = Footprint()
         if inst.name == "for":
             inner = pending.copy()
-            inner.update(mine)
-            _region(inst.regions[0], inner)
+            inner.update(mine)  # the previous iteration (all iterations, over-approximated)
+            _region(inst.regions[0], inner, syms)
         elif inst.name == "if":
             for branch in inst.regions:
-                _region(branch, pending.copy())
+                _region(branch, pending.copy(), syms)
         pending.update(mine)
     return pending
 
 
-def _after_barrier(inst: Instruction, pending: Effects) -> Effects:
+def _after_barrier(inst: Instruction, pending: Footprint) -> Footprint:
     keep_local = not inst.attr("fence_local")
     keep_global = not inst.attr("fence_global")
-    return Effects({v for v in pending.reads if (keep_local if is_local(v) else keep_global)},
-                   {v for v in pending.writes if (keep_local if is_local(v) else keep_global)})
+    return pending.keep(lambda v: keep_local if is_local(v) else keep_global)
 
 
 def _insert_before(region: Region, inst: Instruction, clash: set[Value]) -> None:

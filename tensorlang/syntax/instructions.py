@@ -251,3 +251,12 @@ BUILDERS: dict[str, Callable[[Builder, Tree], Instruction]] = {
     "yield_inst": _yield, "modded": build_modded,
 }
 """The builder of each instruction rule of the grammar."""
+
+
+def _extension_builders() -> None:
+    from tensorlang.syntax.extensions import BUILDERS as EXTENSIONS
+
+    BUILDERS.update(EXTENSIONS)
+
+
+_extension_builders()

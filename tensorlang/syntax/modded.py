@@ -41,13 +41,17 @@ _BLAS = {
 
 
 def build_modded(b: Builder, node: Tree) -> Instruction:
-    """gemm, gemv, ger, hadamard_product, axpby, sum, arith or cmp."""
+    """gemm, gemv, ger, hadamard_product, axpby, sum, arith, cmp or math."""
     keyword, *mods, comma, operands, types = node.children
     name = ALIASES.get(str(keyword), str(keyword))
     if comma is not None and not (name in _BLAS and _BLAS[name].comma):
         raise CompileError.at(b.loc(comma), f"unexpected ',' after '{_spelled(keyword, mods)}'")
     if name in _BLAS:
         return _blas(b, node, name, mods, operands.children, types.children)
+    if name == "math":
+        from tensorlang.syntax.extensions import build_math
+
+        return build_math(b, node, mods, operands.children, types.children)
     return _scalar(b, node, name, mods, operands.children, types.children)
 
 

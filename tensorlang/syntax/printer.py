@@ -246,11 +246,41 @@ def _yield(p: _Printer, inst: Instruction, depth: int) -> str:
     return f"yield {p.vs(values)} : {_types(inst.attr('types'))}"
 
 
+def _math(p: _Printer, inst: Instruction, depth: int) -> str:
+    values = list(inst.operand_values())
+    return f"math.{inst.attr('fn')} {p.vs(values)} : {inst.attr('type')}"
+
+
+def _select(p: _Printer, inst: Instruction, depth: int) -> str:
+    values = [inst.operand(k) for k in ("cond", "a", "b")]
+    return f"select {p.vs(values)} : {inst.attr('type')}"
+
+
+def _bitcast(p: _Printer, inst: Instruction, depth: int) -> str:
+    return (f"bitcast {p.v(inst.operand('a'))} : {inst.attr('from_type')} -> "
+            f"{inst.attr('to_type')}")
+
+
+def _complex(p: _Printer, inst: Instruction, depth: int) -> str:
+    return f"complex {p.vs([inst.operand('re'), inst.operand('im')])} : {inst.attr('type')}"
+
+
+def _foreach_nd(p: _Printer, inst: Instruction, depth: int) -> str:
+    body = inst.regions[0]
+    head = (f"foreach ({p.vs(body.args)}) = ({p.vs(inst.operand('from'))}), "
+            f"({p.vs(inst.operand('to'))})")
+    loop_type = inst.attr("loop_type")
+    if loop_type != INDEX:
+        head += f" : {loop_type}"
+    return head + " " + p.region(body, depth)
+
+
 _FORMS: dict[str, Callable[[_Printer, Instruction, int], str]] = {
     "alloca": _alloca, "axpby": _blas, "gemm": _blas, "gemv": _blas, "ger": _blas,
     "hadamard_product": _blas, "sum": _blas, "arith": _arith, "cmp": _arith,
     "barrier": _barrier, "cast": _cast, "constant": _constant, "expand": _expand,
     "fuse": _fuse, "size": _size, "load": _load, "store": _store, "subview": _subview,
     "lifetime_stop": _lifetime_stop, "parallel": _parallel, "foreach": _foreach,
-    "for": _for, "if": _if, "yield": _yield,
+    "for": _for, "if": _if, "yield": _yield, "math": _math, "select": _select,
+    "bitcast": _bitcast, "complex": _complex, "foreach_nd": _foreach_nd,
 }

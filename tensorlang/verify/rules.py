@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tensorlang.verify import blas, control, scalar, views
+from tensorlang.verify import blas, control, extensions, scalar, views
 from tensorlang.verify.regions import Check
 
-CHECKS: dict[str, Check] = {**blas.CHECKS, **control.CHECKS, **scalar.CHECKS, **views.CHECKS}
+CHECKS: dict[str, Check] = {**blas.CHECKS, **control.CHECKS, **scalar.CHECKS, **views.CHECKS,
+                           **extensions.CHECKS}
 """Every instruction with rules beyond structure, region kind and scoping."""

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tensorlang.diagnostics import CompileError
 from tensorlang.ir import infer
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
-from tensorlang.ir.ops import OPS, ArithOp, CmpCond, Slice, Transpose
+from tensorlang.ir.ops import MATH_FNS, OPS, ArithOp, CmpCond, Slice, Transpose
 from tensorlang.ir.types import (
     I1,
     INDEX,
@@ -29,6 +29,7 @@ from tensorlang.ir.types import (
     MemRefType,
     ScalarType,
     Type,
+    complex_part,
 )
 
 _NAMES = ["", "", "", "a", "b", "x", "tmp0", "Q_9", "0", "1", "7", "bad-name", "é"]
@@ -340,13 +341,55 @@ def _if(g: _Gen, depth: int) -> None:
     g.emit("if", {"cond": cond}, {"result_types": types}, regions)
 
 
+def _math(g: _Gen, depth: int) -> None:
+    t = g.scalar_type()
+    kind = "i1" if t.is_bool else t.kind.value
+    names = sorted(n for n, fn in MATH_FNS.items() if kind in fn.kinds)
+    if not names:
+        return
+    fn = MATH_FNS[g.draw(st.sampled_from(names))]
+    b = g.scalar(t) if fn.arity == 2 else None
+    g.emit("math", {"a": g.scalar(t), "b": b}, {"fn": fn.name, "type": t})
+
+
+def _select(g: _Gen, depth: int) -> None:
+    t = g.scalar_type()
+    g.emit("select", {"cond": g.scalar(I1), "a": g.scalar(t), "b": g.scalar(t)}, {"type": t})
+
+
+def _bitcast(g: _Gen, depth: int) -> None:
+    src = g.scalar_type()
+    same = [t for t in _SCALARS if t.bits == src.bits and not t.is_bool]
+    if src.is_bool or not same:
+        return
+    dst = g.draw(st.sampled_from(same))
+    g.emit("bitcast", {"a": g.scalar(src)}, {"from_type": src, "to_type": dst})
+
+
+def _complex(g: _Gen, depth: int) -> None:
+    t = g.draw(st.sampled_from([t for t in _SCALARS if t.is_complex]))
+    part = complex_part(t)
+    g.emit("complex", {"re": g.scalar(part), "im": g.scalar(part)}, {"type": t})
+
+
+def _foreach_nd(g: _Gen, depth: int) -> None:
+    t = _int_type(g)
+    modes = g.draw(st.integers(1, 3))
+    bounds = {"from": [g.scalar(t) for _ in range(modes)],
+              "to": [g.scalar(t) for _ in range(modes)]}
+    region = g.region([Value(t, g.name()) for _ in range(modes)], depth + 1, None)
+    g.emit("foreach_nd", bounds, {"loop_type": t}, [region])
+
+
 _SIMPLE = {
+    "math": _math, "select": _select, "bitcast": _bitcast, "complex": _complex,
     "arith": _arith, "cmp": _cmp, "cast": _cast, "constant": _constant, "nullary": _nullary,
     "alloca": _alloca, "barrier": _barrier, "load": _load, "store": _store, "size": _size,
     "subview": _subview, "expand": _expand, "fuse": _fuse, "blas": _blas,
     "lifetime_stop": _lifetime_stop,
 }
-_NESTED = {"parallel": _parallel, "foreach": _foreach, "for": _for, "if": _if}
+_NESTED = {"parallel": _parallel, "foreach": _foreach, "for": _for, "if": _if,
+           "foreach_nd": _foreach_nd}
 
 
 @st.composite

@@ -1,0 +1,128 @@
+"""Helper functions for complex ``math.<fn>`` (registered per program through the unit).
+
+Each template is written once for ``C`` (float2/double2) and ``R`` (float/double); ``F``
+is the literal suffix (``f`` for float).  Formulas are chosen for accuracy: ``log1p``
+and ``expm1`` avoid cancellation near 0, ``tanh`` is Kahan's (no cosh overflow),
+``sqrt`` the stable half-angle form.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend_opencl.emit import prelude
+from backend_opencl.emit.unit import Unit
+from tensorlang.ir.types import ScalarType
+
+_TEMPLATES = {
+    "exp": """C @NAME@(C z) {
+    const R e = exp(z.x);
+    if (z.y == 0) return (C)(e, z.y);
+    return (C)(e * cos(z.y), e * sin(z.y));
+}
+""",
+    "log": """C @NAME@(C z) { return (C)(log(hypot(z.x, z.y)), atan2(z.y, z.x)); }
+""",
+    "sqrt": """C @NAME@(C z) {
+    const R x = z.x, y = z.y;
+    if (x == 0 && y == 0) return (C)(0.0F, y);
+    const R t = sqrt((fabs(x) + hypot(x, y)) * 0.5F);
+    if (x >= 0) return (C)(t, y / (2.0F * t));
+    return (C)(fabs(y) / (2.0F * t), copysign(t, y));
+}
+""",
+    "sin": """C @NAME@(C z) { return (C)(sin(z.x) * cosh(z.y), cos(z.x) * sinh(z.y)); }
+""",
+    "cos": """C @NAME@(C z) { return (C)(cos(z.x) * cosh(z.y), -(sin(z.x) * sinh(z.y))); }
+""",
+    "tanh": """C @NAME@(C z) {
+    const R x = z.x, y = z.y;
+    if (fabs(x) > BIG) return (C)(copysign(1.0F, x), copysign(0.0F, sin(2.0F * y)));
+    const R t = tan(y);
+    const R b = 1.0F + t * t;
+    const R s = sinh(x);
+    const R r = sqrt(1.0F + s * s);
+    const R d = 1.0F + b * s * s;
+    return (C)(b * r * s / d, t / d);
+}
+""",
+    "log1p": """C @NAME@(C z) {
+    const R x = z.x, y = z.y;
+    const R re = fabs(x) + fabs(y) < 0.5F ? 0.5F * log1p(x * (2.0F + x) + y * y)
+                                          : log(hypot(1.0F + x, y));
+    return (C)(re, atan2(y, 1.0F + x));
+}
+""",
+    "expm1": """C @NAME@(C z) {
+    const R s = sin(0.5F * z.y);
+    return (C)(expm1(z.x) * cos(z.y) - 2.0F * s * s, exp(z.x) * sin(z.y));
+}
+""",
+    "sign": """C @NAME@(C z) {
+    if (z.x == 0 && z.y == 0) return z;
+    const R h = hypot(z.x, z.y);
+    return (C)(z.x / h, z.y / h);
+}
+""",
+}
+
+_BINARY = {
+    "max": """C @NAME@(C a, C b) {
+    return (a.x > b.x || (a.x == b.x && a.y > b.y) || a.x != a.x || a.y != a.y) ? a : b;
+}
+""",
+    "min": """C @NAME@(C a, C b) {
+    return (a.x < b.x || (a.x == b.x && a.y < b.y) || a.x != a.x || a.y != a.y) ? a : b;
+}
+""",
+}
+
+_COMPOSED = {
+    "tan": "C @NAME@(C z) { const C t = TANH((C)(-z.y, z.x)); return (C)(t.y, -t.x); }\n",
+    "rsqrt": "C @NAME@(C z) { return CDIV((C)(1.0F, 0.0F), SQRT(z)); }\n",
+    "cbrt": "C @NAME@(C z) {\n"
+            "    if (z.x == 0 && z.y == 0) return z;\n"
+            "    const C l = LOG(z);\n    return EXP((C)(l.x / 3.0F, l.y / 3.0F));\n}\n",
+    "logistic": "C @NAME@(C z) {\n    const C e = EXP((C)(-z.x, -z.y));\n"
+                "    return CDIV((C)(1.0F, 0.0F), (C)(1.0F + e.x, e.y));\n}\n",
+    "atan2": "C @NAME@(C y, C x) {\n"
+             "    const C n = (C)(x.x - y.y, x.y + y.x);\n"
+             "    const C d = SQRT(CMUL(x, x) + CMUL(y, y));\n"
+             "    const C l = LOG(CDIV(n, d));\n    return (C)(l.y, -l.x);\n}\n",
+}
+
+
+def _fill(text: str, t: ScalarType) -> str:
+    """Instantiate a template: ``C``, ``R``, ``BIG`` and the ``F`` literal suffix."""
+    single = t.name == "c32"
+    words = {"C": "float2" if single else "double2", "R": "float" if single else "double",
+             "BIG": "10.0f" if single else "22.0"}  # beyond it, tanh(re z) rounds to +-1
+    text = re.sub(r"\b(C|R|BIG)\b", lambda m: words[m.group(1)], text)
+    return re.sub(r"(\d\.\d+)F\b", r"\1f" if single else r"\1", text)
+
+
+def complex_fn(unit: Unit, fn: str, t: ScalarType) -> str:
+    """The name of the helper computing complex ``fn`` on ``t`` (c32 or c64)."""
+    unit.need(f"complex:{t.name}")
+    text = _COMPOSED.get(fn)
+    if text is None:
+        return unit.helper(f"c{fn}_{t.name}", _fill({**_TEMPLATES, **_BINARY}[fn], t))
+    for word in _INNER:
+        if word in text:
+            text = text.replace(word, complex_fn(unit, word.lower(), t))
+    text = text.replace("CDIV", prelude.cdiv(t.name)).replace("CMUL", prelude.cmul(t.name))
+    return unit.helper(f"c{fn}_{t.name}", _fill(text, t))
+
+
+_INNER = ("TANH", "SQRT", "EXP", "LOG")
+"""Helpers the composed templates call, by their placeholder."""
+
+
+def complex_pow(unit: Unit, t: ScalarType) -> str:
+    """The helper for complex ``pow(a, b) = exp(b log a)`` (``0^0 = 1``, ``0^b = 0``)."""
+    exp, log = complex_fn(unit, "exp", t), complex_fn(unit, "log", t)
+    text = ("C @NAME@(C a, C b) {\n"
+            "    if (a.x == 0 && a.y == 0)\n"
+            "        return (b.x == 0 && b.y == 0) ? (C)(1.0F, 0.0F) : (C)(0.0F, 0.0F);\n"
+            f"    return {exp}({prelude.cmul(t.name)}(b, {log}(a)));\n}}\n")
+    return unit.helper(f"cpow_{t.name}", _fill(text, t))

@@ -1,0 +1,92 @@
+"""Register-block sizes of a contraction from a cost model of the device.
+
+A work-item holding an ``RM x RN`` block of C keeps ``ceil(RM / lanes) * RN`` vector
+accumulators; with the ``RM / lanes`` vectors of A and one broadcast of B they must fit
+in the register budget.  Per k step a block costs the larger of its FMA issue time (two
+vector FMAs per cycle), the FMA latency its independent chains cannot hide (4 cycles) and
+its loads; edge blocks (rows or columns past the last full block) run scalar loops.
+The cheapest candidate over the whole ``M x N`` output wins; ties go to the smaller
+block (shorter build times).  Interleaved (GPU) plans use 4 x 4 blocks.
+``tlc tune`` measures instead of modelling.
+"""
+
+from __future__ import annotations
+
+from backend_opencl.emit.target import KernelPlan
+from backend_opencl.emit.view import is_literal
+from tensorlang.ir.types import ScalarType
+
+FMA_PER_CYCLE = 2
+FMA_LATENCY = 4
+LOADS_PER_CYCLE = 2
+DYNAMIC_EXTENT = 64
+"""The size assumed for a dynamic mode."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def lanes(plan: KernelPlan, elem: ScalarType) -> int:
+    """Elements of ``elem`` per vector register (1 for interleaved GPU plans)."""
+    size = max(1, elem.bits // 8) * (2 if elem.is_complex else 1)
+    return max(1, plan.vector_bytes // size) if plan.blocked else 1
+
+
+def candidates(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> list[tuple[int, int]]:
+    """Every register block that fits the register budget."""
+    if not plan.blocked:
+        return [(rm, rn) for rm in (1, 2, 4) for rn in (1, 2, 4)]
+    v = lanes(plan, elem)
+    m_max = _ceil_div(int(m), plan.work_group_size[0]) if is_literal(m) else None
+    n_max = _ceil_div(int(n), plan.work_group_size[1]) if is_literal(n) else None
+    rms = sorted({v * i for i in range(1, 9)} | ({pow2_at_least(m_max)} if m_max else set()))
+    out = []
+    for rm in rms:
+        if m_max is not None and rm > max(v, _ceil_div(m_max, v) * v):
+            continue
+        for rn in range(1, 9):
+            if n_max is not None and rn > n_max:
+                continue
+            vr = _ceil_div(rm, v)
+            if vr * rn + vr + 1 <= plan.registers:
+                out.append((rm, rn))
+    return out or [(1, 1)]
+
+
+def cost(plan: KernelPlan, elem: ScalarType, m: str, n: str, block: tuple[int, int]) -> float:
+    """Modelled cycles per k step for the whole ``m x n`` output of one work-group."""
+    rm, rn = block
+    v = lanes(plan, elem)
+    wgx, wgy = plan.work_group_size
+    em = int(m) if is_literal(m) else DYNAMIC_EXTENT
+    en = int(n) if is_literal(n) else DYNAMIC_EXTENT
+    per_item_m, per_item_n = _ceil_div(em, wgx), _ceil_div(en, wgy)
+    full_m, full_n = per_item_m // rm, per_item_n // rn
+    vr = _ceil_div(rm, v)
+    full = max(vr * rn / FMA_PER_CYCLE, FMA_LATENCY, (vr + rn) / LOADS_PER_CYCLE)
+    edge_rows, edge_cols = per_item_m - full_m * rm, per_item_n - full_n * rn
+    edge_blocks = (full_n if edge_rows else 0) + (full_m if edge_cols else 0) + \
+        (1 if edge_rows and edge_cols else 0)
+    edge = edge_rows * per_item_n + edge_cols * (per_item_m - edge_rows)
+    return full_m * full_n * full + edge + FMA_LATENCY * edge_blocks
+
+
+def register_block(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> tuple[int, int]:
+    """RM x RN: the tuned block of the kernel, else the cheapest modelled candidate."""
+    if plan.register_block is not None:
+        return plan.register_block
+    if not plan.blocked:  # GPUs: 4 x 4 per work-item (registers are plentiful there)
+        wgx, wgy = plan.work_group_size
+        rm = min(4, pow2_at_least(_ceil_div(int(m), wgx))) if is_literal(m) else 4
+        rn = min(4, _ceil_div(int(n), wgy)) if is_literal(n) else 4
+        return max(rm, 1), max(rn, 1)
+    options = candidates(plan, elem, m, n)
+    return min(options, key=lambda b: (cost(plan, elem, m, n, b), b[0] * b[1], b))

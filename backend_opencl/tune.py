@@ -1,0 +1,143 @@
+"""Autotuning of register blocks on the actual device: ``tlc tune FILE.tl``.
+
+For every kernel with a contraction, the cost model's best candidates
+(:mod:`backend_opencl.emit.costmodel`) are compiled and timed on synthetic arguments
+(random arrays; dynamic modes get ``size``, the last mode of a memref of order three or
+more gets one entry per work-group), and the fastest is cached per device and kernel
+text in ``$TLC_TUNE_CACHE`` (default ``~/.cache/tlc/tune.json``).  ``compile`` applies
+cached winners automatically; kernels never tuned use the cost model.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backend_opencl.emit.costmodel import candidates, cost
+from backend_opencl.emit.target import Target, choose_plan
+from tensorlang.ir.core import Function, Program
+from tensorlang.ir.types import GroupType, MemRefType, ScalarType
+
+_CONTRACTIONS = {"gemm": "C", "gemv": "C", "ger": "C"}
+Progress = Callable[[str], None]
+
+
+def cache_path() -> Path:
+    """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``~/.cache/tlc/tune.json``."""
+    return Path(os.environ.get("TLC_TUNE_CACHE") or Path.home() / ".cache" / "tlc" /
+                "tune.json")
+
+
+def _load() -> dict[str, list[int]]:
+    try:
+        return json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _key(device: Any, func: Function) -> str:
+    text = str(Program([copy.deepcopy(func)]))
+    return f"{device.key}|{func.name}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def cached_target(program: Program, device: Any, target: Target) -> Target:
+    """``target`` with the cached register blocks of ``program``'s kernels on ``device``."""
+    cache = _load()
+    if not cache:
+        return target
+    blocks = tuple((f.name, *cache[_key(device, f)]) for f in program.functions
+                   if _key(device, f) in cache)
+    return replace(target, register_blocks=blocks) if blocks else target
+
+
+def _first_contraction(func: Function) -> tuple[ScalarType, str, str] | None:
+    for inst in func.walk():
+        if inst.name in _CONTRACTIONS:
+            out: MemRefType = inst.operand(_CONTRACTIONS[inst.name]).type
+            shape = [str(s) if s is not None else "M" for s in out.shape] + ["1"]
+            return out.element, shape[0], shape[1]
+    return None
+
+
+def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator) -> list:
+    from backend_opencl.module import NUMPY_DTYPES
+
+    args: list = []
+    for arg in func.args:
+        t = arg.type
+        if isinstance(t, ScalarType):
+            args.append(np.dtype(NUMPY_DTYPES[t.name]).type(1 if t.name != "index" else 0))
+            continue
+        mem = t.memref if isinstance(t, GroupType) else t
+        shape = tuple(s if s is not None else (groups if m == mem.order - 1 and mem.order >= 3
+                                                else size) for m, s in enumerate(mem.shape))
+        dtype = NUMPY_DTYPES[mem.element.name]
+
+        def make(shape: tuple[int, ...] = shape, dtype: Any = dtype) -> np.ndarray:
+            return np.asfortranarray(rng.standard_normal(shape).astype(dtype))
+
+        args.append([make() for _ in range(groups)] if isinstance(t, GroupType) else make())
+    return args
+
+
+def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float:
+    kernel = getattr(module, name)
+    queue = module.device.queue
+    bound = [kernel._check(i, a, v, groups)(module.device.context, queue)
+             for i, (a, v) in enumerate(zip(kernel.info.abi, args, strict=True))]
+    flat = [v for values, _ in bound for v in values]
+    from backend_opencl.runtime.launch import launch
+
+    times = []
+    for _ in range(repeat + 1):
+        start = time.perf_counter()
+        launch(queue, kernel._kernel, flat, groups, kernel.info.plan.work_group_size)
+        queue.finish()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
+         top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, tuple]:
+    """Measure the best ``top`` modelled register blocks of each kernel; cache the winners."""
+    from backend_opencl.driver import _as_program, _device, compile_program
+    from backend_opencl.emit.target import target_from_device
+
+    prog, dev = _as_program(program), _device(device)
+    base = target_from_device(dev)
+    cache, winners = _load(), {}
+    for func in prog.functions:
+        found = _first_contraction(func)
+        if found is None:
+            continue
+        elem, m, n = found
+        plan = choose_plan(func, base)
+        ranked = sorted(candidates(plan, elem, m, n), key=lambda b: cost(plan, elem, m, n, b))
+        args = _arguments(func, groups, size, np.random.default_rng(0))
+        results = []
+        for k, (rm, rn) in enumerate(ranked[:top]):
+            target = replace(base, register_blocks=((func.name, rm, rn),))
+            one = Program([copy.deepcopy(func)])
+            module = compile_program(one, device=dev, target=target)
+            seconds = _time(module, func.name, args, groups, repeat)
+            results.append((seconds, (rm, rn)))
+            progress(f"@{func.name}: [{k + 1}/{min(top, len(ranked))}] {rm}x{rn}: "
+                     f"{seconds * 1e3:.3f} ms")
+        best = min(results)[1]
+        cache[_key(dev, func)] = list(best)
+        winners[func.name] = best
+        progress(f"@{func.name}: best register block {best[0]}x{best[1]} (cached)")
+    path = cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    return winners

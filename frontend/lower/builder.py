@@ -1,0 +1,328 @@
+"""A small builder of tensor-language kernel text.
+
+Lowerings write scalar code through it: ``k.arith("add", a, b, "f32")`` returns the SSA
+name of the result.  Index arithmetic folds constants (an :data:`IndexExpr` is an ``int``
+or the name of an ``index`` value).  Buffers become flat ``memref<T x N>`` parameters on
+first use.  Values are memoized per scope so a fused expression is computed once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+IndexExpr = int | str
+CHUNK = 1024
+"""Elements per work-group in elementwise kernels."""
+
+
+def memref(dtype: str, n: int) -> str:
+    """The flat memref type of a buffer of ``n`` elements (at least 1)."""
+    return f"memref<{dtype}x{max(n, 1)}>"
+
+
+def literal(value: object, dtype: str) -> str:
+    """A constant's literal text for scalar type ``dtype``."""
+    if dtype == "i1":
+        return "true" if bool(value) else "false"
+    if dtype.startswith("c"):
+        c = complex(value)  # type: ignore[arg-type]
+        return f"[{_float(c.real)}, {_float(c.imag)}]"
+    if dtype.startswith(("f", "bf")):
+        return _float(float(value))  # type: ignore[arg-type]
+    return str(int(value))  # type: ignore[call-overload]
+
+
+def _float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = repr(x)
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+@dataclass
+class Loop:
+    """A ``for`` being built: its variable, carried values, and (after it) its results."""
+
+    var: str
+    carried: list[str]
+    types: list[str]
+    yields: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+
+
+class KernelBuilder:
+    """Builds one kernel function's text."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.params: dict[int, tuple[str, str]] = {}  # buffer id -> (ssa, memref type)
+        self.lines: list[str] = []
+        self._indent = 1
+        self._count = 0
+        self._memo: list[dict[object, str]] = [{}]
+
+    # -- text --------------------------------------------------------------------------------
+
+    def fresh(self, hint: str = "t") -> str:
+        """A new SSA name."""
+        self._count += 1
+        return f"%{hint}{self._count}"
+
+    def line(self, text: str) -> None:
+        """Append one line at the current indentation."""
+        self.lines.append("  " * self._indent + text)
+
+    def emit(self, rhs: str, hint: str = "t") -> str:
+        """Append ``%new = rhs`` and return ``%new``."""
+        name = self.fresh(hint)
+        self.line(f"{name} = {rhs}")
+        return name
+
+    def text(self) -> str:
+        """The finished kernel."""
+        params = ", ".join(f"{ssa}: {t}" for ssa, t in self.params.values())
+        return f"func @{self.name}({params}) {{\n" + "\n".join(self.lines) + "\n}\n"
+
+    # -- memo scopes ---------------------------------------------------------------------------
+
+    def lookup(self, key: object) -> str | None:
+        """A value computed before in a visible scope."""
+        for scope in reversed(self._memo):
+            if key in scope:
+                return scope[key]
+        return None
+
+    def remember(self, key: object, ssa: str) -> str:
+        """Record ``ssa`` as the value of ``key`` in the innermost scope."""
+        self._memo[-1][key] = ssa
+        return ssa
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """A memo scope without a region: values made inside are not reused outside."""
+        self._memo.append({})
+        try:
+            yield
+        finally:
+            self._memo.pop()
+
+    @contextmanager
+    def block(self, header: str, footer: str = "}") -> Iterator[None]:
+        """An indented region opened by ``header``; values made inside stay inside."""
+        self.line(header)
+        self._indent += 1
+        self._memo.append({})
+        try:
+            yield
+        finally:
+            self._memo.pop()
+            self._indent -= 1
+            self.line(footer)
+
+    # -- scalars -------------------------------------------------------------------------------
+
+    def const(self, value: object, dtype: str) -> str:
+        """A constant (emitted once per scope)."""
+        if dtype in ("i64", "u64", "index") and not isinstance(value, bool):
+            wide = self._wide(int(value), dtype)  # type: ignore[call-overload]
+            if wide is not None:
+                return wide
+        text = literal(value, dtype)
+        key = ("const", text, dtype)
+        return self.lookup(key) or self.remember(key, self.emit(f"constant {text} -> {dtype}",
+                                                                "c"))
+
+    def _wide(self, value: int, dtype: str) -> str | None:
+        """64-bit constants beyond the literal range (-2^63, >= 2^63) built from two."""
+        if value == -2**63:
+            low = self.const(-2**63 + 1, dtype)
+            return self.arith("sub", low, self.const(1, dtype), dtype)
+        if value >= 2**63:
+            return self.bitcast(self.const(value - 2**64, "i64"), "i64", dtype)
+        return None
+
+    def arith(self, op: str, a: str, b: str | None, dtype: str) -> str:
+        """``arith.op`` on one or two scalars."""
+        args = a if b is None else f"{a}, {b}"
+        return self.emit(f"arith.{op} {args} : {dtype}")
+
+    def cmp(self, cond: str, a: str, b: str, dtype: str) -> str:
+        """``cmp.cond``: an i1."""
+        return self.emit(f"cmp.{cond} {a}, {b} : {dtype}")
+
+    def cast(self, a: str, src: str, dst: str) -> str:
+        """``cast`` between scalar types (the value itself when they are equal)."""
+        return a if src == dst else self.emit(f"cast {a} : {src} -> {dst}")
+
+    def select(self, cond: str, a: str, b: str, dtype: str) -> str:
+        """``cond ? a : b`` (both evaluated)."""
+        return a if a == b else self.emit(f"select {cond}, {a}, {b} : {dtype}", "s")
+
+    def math(self, fn: str, a: str, b: str | None, dtype: str) -> str:
+        """``math.fn`` of one or two scalars of type ``dtype``."""
+        args = a if b is None else f"{a}, {b}"
+        return self.emit(f"math.{fn} {args} : {dtype}")
+
+    def bitcast(self, a: str, src: str, dst: str) -> str:
+        """Reinterpret the bits of ``a``."""
+        return a if src == dst else self.emit(f"bitcast {a} : {src} -> {dst}")
+
+    def branch(self, cond: str, dtype: str, then: Callable[[], str],
+               otherwise: Callable[[], str]) -> str:
+        """``cond ? then() : otherwise()`` evaluating only the taken side (guarded loads)."""
+        name = self.fresh("s")
+        self.line(f"{name} = if {cond} -> ({dtype}) {{")
+        for body, end in ((then, "} else {"), (otherwise, "}")):
+            self._indent += 1
+            self._memo.append({})
+            value = body()
+            self.line(f"yield {value} : {dtype}")
+            self._memo.pop()
+            self._indent -= 1
+            self.line(end)
+        return name
+
+    # -- index arithmetic ----------------------------------------------------------------------
+
+    def idx(self, e: IndexExpr) -> str:
+        """``e`` as an index SSA value."""
+        return self.const(e, "index") if isinstance(e, int) else e
+
+    def iadd(self, a: IndexExpr, b: IndexExpr) -> IndexExpr:
+        """a + b on indices, folded."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self.arith("add", self.idx(a), self.idx(b), "index")
+
+    def isub(self, a: IndexExpr, b: IndexExpr) -> IndexExpr:
+        """a - b on indices, folded."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if b == 0:
+            return a
+        return self.arith("sub", self.idx(a), self.idx(b), "index")
+
+    def imul(self, a: IndexExpr, b: IndexExpr) -> IndexExpr:
+        """a * b on indices, folded."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 0 or b == 0:
+            return 0
+        if b == 1:
+            return a
+        if a == 1:
+            return b
+        return self.arith("mul", self.idx(a), self.idx(b), "index")
+
+    def idiv(self, a: IndexExpr, b: int) -> IndexExpr:
+        """a / b for non-negative a, folded."""
+        if isinstance(a, int):
+            return a // b
+        return a if b == 1 else self.arith("div", a, self.idx(b), "index")
+
+    def irem(self, a: IndexExpr, b: int) -> IndexExpr:
+        """a % b for non-negative a, folded."""
+        if isinstance(a, int):
+            return a % b
+        return 0 if b == 1 else self.arith("rem", a, self.idx(b), "index")
+
+    def iclamp(self, x: str, lo: int, hi: int) -> str:
+        """``x`` (an index SSA value) clamped to ``[lo, hi]``."""
+        x = self.select(self.cmp("lt", x, self.idx(lo), "index"), self.idx(lo), x, "index")
+        return self.select(self.cmp("gt", x, self.idx(hi), "index"), self.idx(hi), x, "index")
+
+    def to_index(self, x: str, dtype: str) -> str:
+        """An integer scalar of type ``dtype`` as an index."""
+        if dtype == "u64":
+            x, dtype = self.bitcast(x, "u64", "i64"), "i64"
+        return self.cast(x, dtype, "index")
+
+    def linear(self, idx: Sequence[IndexExpr], shape: Sequence[int]) -> IndexExpr:
+        """The row-major linear index of ``idx`` in ``shape``."""
+        known = self.lookup(("lin", tuple(idx), tuple(shape)))
+        if known is not None:
+            return known
+        out: IndexExpr = 0
+        for i, n in zip(idx, shape, strict=True):
+            out = self.iadd(self.imul(out, n), i)
+        return out
+
+    def delinearize(self, i: IndexExpr, shape: Sequence[int]) -> list[IndexExpr]:
+        """The row-major multi-index of linear index ``i`` in ``shape``."""
+        idx: list[IndexExpr] = []
+        rest = i
+        for k, n in reversed(list(enumerate(shape))):
+            idx.append(0 if n == 1 else (rest if k == 0 else self.irem(rest, n)))
+            rest = self.idiv(rest, n) if k else rest
+        if isinstance(i, str):
+            self.remember(("lin", tuple(idx[::-1]), tuple(shape)), i)
+        return idx[::-1]
+
+    # -- memory and loops ----------------------------------------------------------------------
+
+    def param(self, buffer: int, dtype: str, n: int) -> tuple[str, str]:
+        """The parameter for ``buffer`` (added on first use): its SSA name and type."""
+        if buffer not in self.params:
+            self.params[buffer] = (f"%b{buffer}", memref(dtype, n))
+        return self.params[buffer]
+
+    def load(self, buffer: int, dtype: str, n: int, i: IndexExpr) -> str:
+        """Element ``i`` of flat ``buffer``."""
+        ssa, t = self.param(buffer, dtype, n)
+        key = ("load", buffer, i)
+        return self.lookup(key) or self.remember(
+            key, self.emit(f"load {ssa}[{self.idx(i)}] : {t}", "x"))
+
+    def store(self, value: str, buffer: int, dtype: str, n: int, i: IndexExpr) -> None:
+        """Store ``value`` at element ``i`` of flat ``buffer``."""
+        ssa, t = self.param(buffer, dtype, n)
+        self.line(f"store {value}, {ssa}[{self.idx(i)}] : {t}")
+
+    @contextmanager
+    def elements(self, n: int) -> Iterator[str]:
+        """A foreach over this work-group's chunk of ``n`` elements; yields the index."""
+        g = self.emit("group_id", "g")
+        lo = self.imul(g, CHUNK)
+        end = self.iadd(lo, CHUNK)
+        total = self.const(n, "index")
+        hi = self.select(self.cmp("lt", self.idx(end), total, "index"), self.idx(end), total,
+                         "index")
+        i = self.fresh("i")
+        with self.block(f"foreach {i} = {self.idx(lo)}, {hi} : index {{"):
+            yield i
+
+    @contextmanager
+    def loop(self, lo: IndexExpr, hi: IndexExpr, inits: Sequence[str],
+             types: Sequence[str]) -> Iterator[Loop]:
+        """A sequential ``for`` with carried values; set ``yields``, read ``results`` after."""
+        loop = Loop(self.fresh("k"), [self.fresh("acc") for _ in inits], list(types))
+        loop.results = [self.fresh("r") for _ in inits]
+        init = ", ".join(f"{c} = {v}" for c, v in zip(loop.carried, inits, strict=True))
+        head = f"for {loop.var} = {self.idx(lo)}, {self.idx(hi)} : index"
+        if inits:
+            head = f"{', '.join(loop.results)} = {head} init({init}) -> ({', '.join(types)})"
+        self.line(head + " {")
+        self._indent += 1
+        self._memo.append({})
+        try:
+            yield loop
+            if inits:
+                self.line(f"yield {', '.join(loop.yields)} : {', '.join(types)}")
+        finally:
+            self._memo.pop()
+            self._indent -= 1
+            self.line("}")
+
+
+def num_groups(n: int) -> int:
+    """Work-groups for an elementwise kernel over ``n`` elements."""
+    return (n + CHUNK - 1) // CHUNK

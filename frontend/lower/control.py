@@ -1,0 +1,153 @@
+"""Control flow on the host: while, if, case, func.call (inlined), optimization_barrier.
+
+Predicates are computed into one-element buffers that the executor reads back.  Loop
+state lives in fresh "carry" buffers; results of the body are copied into them (through
+temporaries when the body permutes carried buffers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from frontend.ir.core import Block, Op, Value
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.registry import elemental, kernel
+from tensorlang.diagnostics import CompileError
+from tensorlang.plan import Case, Copy, If, While
+
+
+def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
+    return [lw.buffer_for(v) for v in values]
+
+
+def _run_into(lw: FuncLowering, block: Block, outs: list[int],
+              args: Sequence[int] = ()) -> None:
+    """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``."""
+    for a, buf in zip(block.args, args, strict=True):
+        lw.bind(a, buf)
+    results = [lw.materialize(v) for v in lw.lower_block(block)]
+    staged = []
+    for src, dst in zip(results, outs, strict=True):
+        if src != dst and src in outs:  # a permutation of carried buffers: stage first
+            tmp = lw.new_buffer(lw.buffers[src].dtype, lw.buffers[src].shape)
+            lw.step(Copy(src, tmp))
+            src = tmp
+        staged.append((src, dst))
+    for src, dst in staged:
+        if src != dst:
+            lw.step(Copy(src, dst))
+
+
+@kernel("stablehlo.while")
+def while_(lw: FuncLowering, op: Op) -> None:
+    """Host loop: cond kernels, read back the predicate, body kernels, copy to the carry."""
+    carry = _carry(lw, op.results)
+    for v, c in zip(op.operands, carry, strict=True):
+        lw.step(Copy(lw.materialize(v), c))
+    cond, body = op.regions[0].block, op.regions[1].block
+    with lw.nested() as cond_steps:
+        for a, c in zip(cond.args, carry, strict=True):
+            lw.bind(a, c)
+        pred = lw.materialize(lw.lower_block(cond)[0])
+    with lw.nested() as body_steps:
+        _run_into(lw, body, carry, carry)
+    lw.step(While(tuple(cond_steps), pred, tuple(body_steps)))
+    for r, c in zip(op.results, carry, strict=True):
+        lw.bind(r, c)
+
+
+@kernel("stablehlo.if")
+def if_(lw: FuncLowering, op: Op) -> None:
+    """Host branch on the predicate's value."""
+    pred = lw.materialize(op.operand("pred"))
+    outs = _carry(lw, op.results)
+    branches = []
+    for region in op.regions:
+        with lw.nested() as steps:
+            _run_into(lw, region.block, outs)
+        branches.append(tuple(steps))
+    lw.step(If(pred, branches[0], branches[1]))
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)
+
+
+@kernel("stablehlo.case")
+def case(lw: FuncLowering, op: Op) -> None:
+    """Host switch on the index (out of range runs the last branch)."""
+    index = lw.materialize(op.operand("index"))
+    outs = _carry(lw, op.results)
+    branches = []
+    for region in op.regions:
+        with lw.nested() as steps:
+            _run_into(lw, region.block, outs)
+        branches.append(tuple(steps))
+    lw.step(Case(index, tuple(branches)))
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)
+
+
+@kernel("func.call", "stablehlo.composite")
+def call(lw: FuncLowering, op: Op) -> None:
+    """Inline the callee (a composite's decomposition)."""
+    target = op.attr("callee" if op.name == "func.call" else "decomposition")
+    name = str(target).lstrip("@").strip('"')
+    callee = lw.module.func(name)
+    if callee is None or callee.body is None:
+        raise CompileError.at(op.loc, f"no function @{name} to call")
+    for r, v in zip(op.results, lw.call(callee, op.operands, op.loc), strict=True):
+        lw.bind(r, lw.materialize(v))
+
+
+@elemental("func.call")
+def call_elemental(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """A call of a single-result function inside a fused kernel: its body, inlined."""
+    name = str(op.attr("callee")).lstrip("@").strip('"')
+    callee = f.lw.module.func(name)
+    if callee is None or callee.body is None or len(op.results) != 1:
+        raise CompileError.at(op.loc, f"'{op.name}' of @{name} is not supported here yet")
+    args = [f.value(v, idx if types.shape(v) else []) for v in op.operands]
+    if any(types.shape(v) for v in op.operands):
+        raise CompileError.at(op.loc, "calls on tensors inside regions are not supported yet")
+    saved = dict(f.bound)
+    with f.k.scope():
+        for param, arg in zip(callee.args, args, strict=True):
+            f.bound[param] = arg
+        block = callee.body.block
+        for inner in block.ops[:-1]:
+            types.check_op_types(inner)
+        result = f.value(block.ops[-1].operands[0], [])
+    f.bound = saved
+    return result
+
+
+@kernel("stablehlo.tuple")
+def tuple_(lw: FuncLowering, op: Op) -> None:
+    """Remember the elements; get_tuple_element picks one."""
+    lw.tuples[op.result] = list(op.operands)
+
+
+@kernel("stablehlo.get_tuple_element")
+def get_tuple_element(lw: FuncLowering, op: Op) -> None:
+    """The element of a tuple built by stablehlo.tuple."""
+    elements = lw.tuples.get(op.operand("operand"))
+    if elements is None:
+        raise CompileError.at(op.loc, "tuples not built by 'stablehlo.tuple' in this "
+                              "function are not supported yet")
+    element = elements[int(op.attr("index"))]  # type: ignore[arg-type]
+    if element in lw.tuples:
+        lw.tuples[op.result] = lw.tuples[element]
+    else:
+        lw.bind(op.result, lw.materialize(element))
+
+
+@kernel("stablehlo.optimization_barrier")
+def barrier(lw: FuncLowering, op: Op) -> None:
+    """Results are the operands."""
+    for r, v in zip(op.results, op.operands, strict=True):
+        lw.bind(r, lw.materialize(v))
+
+
+_ = types

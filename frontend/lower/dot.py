@@ -1,0 +1,146 @@
+"""stablehlo.dot_general as gemm: one work-group per batch element.
+
+The operands are brought (by a fused copy kernel, skipped when they already are) into the
+canonical row-major layouts lhs[B, M, K] and rhs[B, K, N] of the result's element type;
+the result is row-major [B, M, N].  With the layout mapping (row-major tensor = column-major
+memref with reversed modes) that is C^T = B^T A^T: ``gemm.n.n 1, rhs_b, lhs_b, 0, out_b``
+on the memref views ``memref<NxK>``, ``memref<KxM>`` and ``memref<NxM>`` of batch ``b =
+group_id``.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from frontend.ir.core import Op, Value
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.driver import FuncLowering
+from frontend.lower.registry import kernel
+from tensorlang.diagnostics import CompileError
+
+
+def _dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
+    dn = op.attrs["dot_dimension_numbers"]
+    get = dn.get  # type: ignore[attr-defined]
+    return (list(get("lhs_batching_dimensions", [])), list(get("rhs_batching_dimensions", [])),
+            list(get("lhs_contracting_dimensions", [])),
+            list(get("rhs_contracting_dimensions", [])))
+
+
+def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str) -> int:
+    """A buffer holding ``v`` transposed to ``order`` and converted to ``dtype``."""
+    buf = lw.buffer_of(v)
+    if buf is not None and order == sorted(order) and types.elem(v) == dtype:
+        return buf
+    shape = types.shape(v)
+    out_shape = [shape[d] for d in order]
+    n = prod(out_shape)
+    out = lw.new_buffer(dtype, out_shape)
+    with lw.kernel("layout") as (k, f):
+        with k.elements(n) as i:
+            idx = k.delinearize(i, out_shape)
+            src: list[IndexExpr] = [0] * len(shape)
+            for pos, d in enumerate(order):
+                src[d] = idx[pos]
+            x = k.cast(f.value(v, src), types.elem(v), dtype)
+            k.store(x, out, dtype, n, i)
+    lw.launch_last(num_groups(n))
+    return out
+
+
+@kernel("stablehlo.dot_general")
+def dot_general(lw: FuncLowering, op: Op) -> None:
+    """gemm per batch element, batch elements over work-groups."""
+    lhs, rhs = op.operand("lhs"), op.operand("rhs")
+    lb, rb, lc, rc = _dims(op)
+    t = types.elem(op.result)
+    if t == "i1":
+        raise CompileError.at(op.loc, "'stablehlo.dot_general' on i1 is not supported yet")
+    ls, rs = types.shape(lhs), types.shape(rhs)
+    lf = [d for d in range(len(ls)) if d not in lb + lc]
+    rf = [d for d in range(len(rs)) if d not in rb + rc]
+    nb, m = prod(ls[d] for d in lb), prod(ls[d] for d in lf)
+    kk, n = prod(ls[d] for d in lc), prod(rs[d] for d in rf)
+    out = lw.buffer_for(op.result)
+    lw.bind(op.result, out)
+    if nb * m * n == 0:
+        return
+    if kk == 0:
+        zero_fill(lw, out, t, nb * m * n)
+        return
+    acc = _ACCUMULATE.get(t, t)
+    a = canonical(lw, lhs, lb + lf + lc, acc)
+    b = canonical(lw, rhs, rb + rc + rf, acc)
+    c = out if acc == t else lw.new_buffer(acc, (nb * m * n,))
+    gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n))
+    if c != out:
+        convert_copy(lw, c, out, (acc, t), nb * m * n)
+
+
+_ACCUMULATE = {"f16": "f32", "bf16": "f32"}
+"""Element types whose products accumulate in a wider type (as XLA does)."""
+
+
+def convert_copy(lw: FuncLowering, src: int, dst: int, types_: tuple[str, str], n: int) -> None:
+    """dst = convert(src) elementwise."""
+    with lw.kernel("convert") as (k, _):
+        with k.elements(n) as i:
+            k.store(k.cast(k.load(src, types_[0], n, i), *types_), dst, types_[1], n, i)
+    lw.launch_last(num_groups(n))
+
+
+def zero_fill(lw: FuncLowering, out: int, t: str, n: int) -> None:
+    """Fill ``out`` with zeros."""
+    with lw.kernel("zero") as (k, _):
+        with k.elements(n) as i:
+            k.store(k.const(0.0 if t[0] in "fc" else 0, t), out, t, n, i)
+    lw.launch_last(num_groups(n))
+
+
+TILE_M = 32
+"""Columns of the memref view of lhs/out (rows of the row-major result) per work-group."""
+
+
+def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
+                sizes: tuple[int, int, int, int]) -> None:
+    """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
+    work-group per (batch element, tile of TILE_M result rows)."""
+    nb, m, kk, n = sizes
+    a, b, c = bufs
+    tiles = -(-m // TILE_M)
+    with lw.kernel("dot") as (k, _):
+        g = k.emit("group_id", "g")
+        batch, tile = k.idiv(g, tiles), k.irem(g, tiles)
+        views = []
+        for buf, (rows, cols) in ((b, (n, kk)), (a, (kk, m)), (c, (n, m))):
+            ssa, flat = k.param(buf, t, nb * rows * cols)
+            full = k.emit(f"expand {ssa}[0 -> {rows}x{cols}x{nb}] : {flat}", "v")
+            views.append(k.emit(f"subview {full}[:,:,{k.idx(batch)}] : "
+                                f"memref<{t}x{rows}x{cols}x{nb}>", "v"))
+        vtypes = [f"memref<{t}x{n}x{kk},strided<1,{n}>>",
+                  f"memref<{t}x{kk}x{m},strided<1,{kk}>>", f"memref<{t}x{n}x{m},strided<1,{n}>>"]
+        if tiles > 1:
+            views[1:], vtypes[1:] = _tile_columns(k, views[1:], vtypes[1:], (kk, n), m, tile)
+        one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
+        k.line(f"gemm.n.n {one}, {views[0]}, {views[1]}, {zero}, {views[2]} : {t}, "
+               f"{vtypes[0]}, {vtypes[1]}, {t}, {vtypes[2]}")
+    lw.launch_last(nb * tiles)
+
+
+def _tile_columns(k: KernelBuilder, views: list[str], vtypes: list[str],
+                  rows: tuple[int, int], m: int, tile: IndexExpr) -> tuple[list[str], list[str]]:
+    """Columns [tile * TILE_M, + TILE_M) of the (rows x m) views (fewer in the last tile)."""
+    lo = k.idx(k.imul(tile, TILE_M))
+    if m % TILE_M == 0:
+        size, size_text = str(TILE_M), str(TILE_M)
+    else:
+        left = k.arith("sub", k.idx(m), lo, "index")
+        size = k.select(k.cmp("lt", left, k.idx(TILE_M), "index"), left, k.idx(TILE_M),
+                        "index")
+        size_text = "?"
+    out_views, out_types = [], []
+    for view, vtype, r in zip(views, vtypes, rows, strict=True):
+        out_views.append(k.emit(f"subview {view}[:,{lo}:{size}] : {vtype}", "v"))
+        out_types.append(f"memref<{vtype[7:].split('x')[0]}x{r}x{size_text},strided<1,{r}>>")
+    return out_views, out_types

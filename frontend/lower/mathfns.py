@@ -1,0 +1,146 @@
+"""Elementary functions: StableHLO unary/binary math ops as ``math.<fn>`` (elemental)."""
+
+from __future__ import annotations
+
+from frontend.ir.core import Op
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr
+from frontend.lower.fused import Fused
+from frontend.lower.registry import elemental
+from tensorlang.diagnostics import CompileError
+from tensorlang.ir.ops import MATH_FNS
+
+_UNARY = {
+    "exponential": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sine": "sin",
+    "cosine": "cos", "tan": "tan", "tanh": "tanh", "log_plus_one": "log1p",
+    "exponential_minus_one": "expm1", "floor": "floor", "ceil": "ceil",
+    "round_nearest_afz": "round", "round_nearest_even": "roundeven", "cbrt": "cbrt",
+    "logistic": "logistic", "popcnt": "popcount", "count_leading_zeros": "clz",
+    "real": "real", "imag": "imag", "is_finite": "isfinite", "abs": "abs", "sign": "sign",
+}
+_CHLO_UNARY = {name: name for name in
+               "acos acosh asin asinh atan atanh cosh erf erfc lgamma sinh tan conj".split()}
+_BINARY = {"power": "pow", "atan2": "atan2"}
+
+
+def _fn(op: Op, fn: str, t: str) -> str:
+    """``fn`` when the language defines it on ``t``, else a CompileError at ``op``."""
+    spec = MATH_FNS[fn]
+    if t == "i1":
+        kind = "i1"
+    else:
+        kind = "complex" if t.startswith("c") else ("float" if t[0] in "fb" else "int")
+    if kind not in spec.kinds or t in getattr(spec, "exclude", ()):
+        raise CompileError.at(op.loc, f"'{op.name}' on {t} is not supported yet")
+    return fn
+
+
+@elemental(*(f"stablehlo.{name}" for name in _UNARY),
+           *(f"chlo.{name}" for name in _CHLO_UNARY))
+def unary(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """One-operand elementary functions."""
+    (a,) = f.operands(op, idx)
+    t = types.elem(op.operand("operand"))
+    if t == "i1" and op.name in ("stablehlo.abs", "stablehlo.sign"):
+        return a
+    name = op.name.split(".")[1]
+    fn = _fn(op, _UNARY.get(name) or _CHLO_UNARY[name], t)
+    wide = _WIDER.get(t) if fn in _IN_DOUBLE else None
+    if wide is None:
+        return f.k.math(fn, a, None, t)
+    result = f.k.math(fn, f.k.cast(a, t, wide), None, wide)
+    return f.k.cast(result, wide, t)
+
+
+_IN_DOUBLE = {"sinh", "cosh", "log1p"}
+"""Functions whose single-precision versions are computed in double for accuracy."""
+_WIDER = {"f32": "f64", "c32": "c64"}
+
+
+@elemental("chlo.square")
+def square(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """x * x."""
+    (a,) = f.operands(op, idx)
+    return f.k.arith("mul", a, a, types.elem(op.result))
+
+
+@elemental("chlo.is_inf", "chlo.is_pos_inf", "chlo.is_neg_inf")
+def is_inf(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """x == +inf and/or x == -inf."""
+    (a,) = f.operands(op, idx)
+    t = types.elem(op.operand("operand"))
+    k = f.k
+    pos = k.cmp("eq", a, k.const(float("inf"), t), t)
+    neg = k.cmp("eq", a, k.const(float("-inf"), t), t)
+    if op.name.endswith("pos_inf"):
+        return pos
+    return neg if op.name.endswith("neg_inf") else k.arith("or", pos, neg, "i1")
+
+
+@elemental("chlo.next_after")
+def next_after(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """The next representable value after lhs towards rhs."""
+    a, b = f.operands(op, idx)
+    t = types.elem(op.result)
+    return f.k.math(_fn(op, "nextafter", t), a, b, t)
+
+
+@elemental(*(f"stablehlo.{name}" for name in _BINARY))
+def binary(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """Two-operand elementary functions."""
+    a, b = f.operands(op, idx)
+    t = types.elem(op.result)
+    return f.k.math(_fn(op, _BINARY[op.name.split(".")[1]], t), a, b, t)
+
+
+@elemental("stablehlo.complex")
+def make_complex(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """complex(re, im)."""
+    re, im = f.operands(op, idx)
+    return f.k.emit(f"complex {re}, {im} : {types.elem(op.result)}")
+
+
+_FLOAT_BITS = {"f32": (8, 23, "u32"), "f64": (11, 52, "u64")}
+
+
+@elemental("stablehlo.reduce_precision")
+def reduce_precision(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """Round to ``mantissa_bits`` (to nearest even) and clamp to ``exponent_bits``, as XLA
+    does, on the bits of an f32 (f16/bf16 go through f32) or f64."""
+    (x,) = f.operands(op, idx)
+    t = types.elem(op.result)
+    wide = "f64" if t == "f64" else "f32"
+    x = f.k.cast(x, t, wide)
+    e = int(op.attr("exponent_bits"))  # type: ignore[arg-type]
+    m = int(op.attr("mantissa_bits"))  # type: ignore[arg-type]
+    result = _reduce_bits(f, x, wide, e, m)
+    if m > 0:
+        result = f.k.select(f.k.cmp("ne", x, x, wide), x, result, wide)
+    return f.k.cast(result, wide, t)
+
+
+def _reduce_bits(f: Fused, x: str, t: str, e: int, m: int) -> str:
+    k = f.k
+    src_e, src_m, u = _FLOAT_BITS[t]
+    bits = k.bitcast(x, t, u)
+
+    def c(v: int) -> str:
+        return k.const(v, u)
+
+    if m < src_m:
+        last = 1 << (src_m - m)
+        last_bit = k.arith("shr", k.arith("and", bits, c(last), u), c(src_m - m), u)
+        bias = k.arith("add", last_bit, c((last >> 1) - 1), u)
+        mask = c(((1 << (1 + src_e + src_m)) - 1) & ~(last - 1))
+        bits = k.arith("and", k.arith("add", bits, bias, u), mask, u)
+    if e < src_e:
+        exp_mask = ((1 << src_e) - 1) << src_m
+        exp_bias = (1 << (src_e - 1)) - 1
+        reduced_bias = (1 << (e - 1)) - 1
+        x_exp = k.arith("and", bits, c(exp_mask), u)
+        over = k.cmp("gt", x_exp, c((exp_bias + reduced_bias) << src_m), u)
+        under = k.cmp("le", x_exp, c((exp_bias - reduced_bias) << src_m), u)
+        signed_zero = k.arith("and", bits, c(1 << (src_e + src_m)), u)
+        signed_inf = k.arith("or", signed_zero, c(exp_mask), u)
+        bits = k.select(over, signed_inf, k.select(under, signed_zero, bits, u), u)
+    return k.bitcast(bits, u, t)

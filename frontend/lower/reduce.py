@@ -1,0 +1,179 @@
+"""stablehlo.reduce with any body: one work-item per result element, the body as scalar code.
+
+The inputs' producer chains fuse into the reduction loop (their elements are computed
+where they are read), and every result of a variadic reduce is stored by the same kernel.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from frontend.ir.core import Op
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.driver import FuncLowering
+from frontend.lower.registry import kernel
+
+SPLIT_MIN = 4096
+"""Reductions at least this long (with few outputs) are split over many work-items."""
+SLICES = 256
+
+
+@kernel("stablehlo.reduce")
+def reduce(lw: FuncLowering, op: Op) -> None:
+    """One work-item per output element folds the body over its elements; long reductions
+    with few outputs first fold ``SLICES`` slices in parallel (the body's association
+    order is implementation-defined in the spec), then fold the partial results."""
+    inputs = op.operand_group("inputs")
+    dims = [int(d) for d in op.attr("dimensions")]  # type: ignore[union-attr]
+    in_shape = types.shape(inputs[0])
+    length = prod(in_shape[d] for d in dims)
+    outs = [lw.buffer_for(r) for r in op.results]
+    n = prod(types.shape(op.results[0]))
+    if length >= SPLIT_MIN and n * SLICES <= 65536:
+        chunk = -(-length // SLICES)
+        slices = -(-length // chunk)  # every slice non-empty
+        partials = _partials(lw, op, dims, (length, chunk, slices))
+        _fold_partials(lw, op, partials, outs, slices)
+    else:
+        _sequential(lw, op, dims, outs)
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)
+
+
+def _element_index(k: KernelBuilder, op: Op, dims: list[int], oidx: list[IndexExpr],
+                   r: IndexExpr) -> list[IndexExpr]:
+    """The input index of reduced position ``r`` (row-major over ``dims``) of output
+    ``oidx``."""
+    in_shape = types.shape(op.operand_group("inputs")[0])
+    kept = [d for d in range(len(in_shape)) if d not in dims]
+    full: list[IndexExpr] = [0] * len(in_shape)
+    for d, e in zip(kept, oidx, strict=True):
+        full[d] = e
+    for d, e in zip(dims, k.delinearize(r, [in_shape[d] for d in dims]), strict=True):
+        full[d] = e
+    return full
+
+
+def _sequential(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> None:
+    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
+    in_shape = types.shape(inputs[0])
+    out_shape = types.shape(op.results[0])
+    ts = [types.elem(r) for r in op.results]
+    n = prod(out_shape)
+    with lw.kernel("reduce") as (k, f):
+        with k.elements(n) as i:
+            oidx = k.delinearize(i, out_shape)
+            accs = [f.value(v, []) for v in inits]
+            with k.loop(0, prod(in_shape[d] for d in dims), accs, ts) as loop:
+                full = _element_index(k, op, dims, oidx, loop.var)
+                xs = [f.value(v, full) for v in inputs]
+                loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+            for r, out, t in zip(loop.results, outs, ts, strict=True):
+                k.store(r, out, t, n, i)
+    lw.launch_last(num_groups(n))
+
+
+def _partials(lw: FuncLowering, op: Op, dims: list[int],
+              sizes: tuple[int, int, int]) -> list[int]:
+    """Buffers [n, slices]: each slice's elements folded, starting from its first element."""
+    length, chunk, slices = sizes
+    inputs = op.operand_group("inputs")
+    out_shape = types.shape(op.results[0])
+    ts = [types.elem(r) for r in op.results]
+    n = prod(out_shape)
+    bufs = [lw.new_buffer(t, (n, slices)) for t in ts]
+    with lw.kernel("reduce_partial") as (k, f):
+        with k.elements(n * slices) as i:
+            o, s = k.delinearize(i, (n, slices))
+            oidx = k.delinearize(o, out_shape)
+            lo = k.imul(s, chunk)
+            end = k.iadd(lo, chunk)
+            hi = k.select(k.cmp("lt", k.idx(end), k.idx(length), "index"), k.idx(end),
+                          k.idx(length), "index")
+            firsts = [f.value(v, _element_index(k, op, dims, oidx, lo)) for v in inputs]
+            with k.loop(k.iadd(lo, 1), hi, firsts, ts) as loop:
+                xs = [f.value(v, _element_index(k, op, dims, oidx, loop.var)) for v in inputs]
+                f.bound.clear()
+                loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+            for r, buf, t in zip(loop.results, bufs, ts, strict=True):
+                k.store(r, buf, t, n * slices, i)
+    lw.launch_last(num_groups(n * slices))
+    return bufs
+
+
+def _fold_partials(lw: FuncLowering, op: Op, partials: list[int], outs: list[int],
+                   slices: int) -> None:
+    """outs[o] = init folded with partials[o, 0..slices)."""
+    ts = [types.elem(r) for r in op.results]
+    n = prod(types.shape(op.results[0]))
+    with lw.kernel("reduce_final") as (k, f):
+        with k.elements(n) as i:
+            accs = [f.value(v, []) for v in op.operand_group("init_values")]
+            with k.loop(0, slices, accs, ts) as loop:
+                at = k.iadd(k.imul(i, slices), loop.var)
+                xs = [k.load(b, t, n * slices, at) for b, t in zip(partials, ts, strict=True)]
+                f.bound.clear()
+                loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+            for r, out, t in zip(loop.results, outs, ts, strict=True):
+                k.store(r, out, t, n, i)
+    lw.launch_last(num_groups(n))
+
+
+def _ints(op: Op, name: str, n: int, default: int) -> list[int]:
+    value = op.attr(name)
+    return [int(x) for x in value] if value is not None else [default] * n  # type: ignore
+
+
+def _padding(op: Op, n: int) -> list[tuple[int, int]]:
+    attr = op.attrs.get("padding")
+    if attr is None:
+        return [(0, 0)] * n
+    array = attr.array  # type: ignore[attr-defined]
+    return [(int(lo), int(hi)) for lo, hi in array.reshape(n, 2)]
+
+
+@kernel("stablehlo.reduce_window")
+def reduce_window(lw: FuncLowering, op: Op) -> None:
+    """Per output element, fold the body over its window; padding and holes of the base
+    dilation read the init values (the spec's padded, dilated inputs)."""
+    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
+    in_shape = types.shape(inputs[0])
+    rank = len(in_shape)
+    window = _ints(op, "window_dimensions", rank, 1)
+    strides = _ints(op, "window_strides", rank, 1)
+    base, wdil = _ints(op, "base_dilations", rank, 1), _ints(op, "window_dilations", rank, 1)
+    pad = _padding(op, rank)
+    out_shape = types.shape(op.results[0])
+    outs = [lw.buffer_for(r) for r in op.results]
+    ts = [types.elem(r) for r in op.results]
+    n = prod(out_shape)
+    with lw.kernel("reduce_window") as (k, f):
+        with k.elements(n) as i:
+            oidx = k.delinearize(i, out_shape)
+            accs = [f.value(v, []) for v in inits]
+            with k.loop(0, prod(window), accs, ts) as loop:
+                widx = k.delinearize(loop.var, window)
+                ok = k.const(True, "i1")
+                src: list[IndexExpr] = []
+                for d in range(rank):
+                    p = k.idx(k.isub(k.iadd(k.imul(oidx[d], strides[d]),
+                                            k.imul(widx[d], wdil[d])), pad[d][0]))
+                    q = k.arith("div", p, k.idx(base[d]), "index") if base[d] > 1 else p
+                    conds = [k.cmp("ge", p, k.idx(0), "index"),
+                             k.cmp("lt", q, k.idx(in_shape[d]), "index")]
+                    if base[d] > 1:
+                        rem = k.arith("rem", p, k.idx(base[d]), "index")
+                        conds.append(k.cmp("eq", rem, k.idx(0), "index"))
+                    for c in conds:
+                        ok = k.arith("and", ok, c, "i1")
+                    src.append(k.select(conds[0], q, k.idx(0), "index"))
+                xs = [k.branch(ok, t, lambda v=v: f.value(v, src), lambda a=a: a)
+                      for v, t, a in zip(inputs, ts, accs, strict=True)]
+                f.bound.clear()
+                loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+            for r, out, t in zip(loop.results, outs, ts, strict=True):
+                k.store(r, out, t, n, i)
+    lw.launch_last(num_groups(n))
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)

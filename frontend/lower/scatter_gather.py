@@ -1,0 +1,233 @@
+"""Indexed access: gather, dynamic_slice, dynamic_update_slice (elemental) and scatter.
+
+Index formulas follow the spec's sections on these ops; start indices are read as
+scalars, converted to ``index`` and clamped (gather, dynamic_*) or bounds-checked
+(scatter: out-of-range updates are skipped).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from frontend.ir.core import Op, Value
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.registry import elemental, kernel
+
+
+def _start_index(f: Fused, indices: Value, batch: list[IndexExpr], ivd: int) -> list[str]:
+    """The start index vector for batch position ``batch`` (index_vector_dim ``ivd``)."""
+    shape = types.shape(indices)
+    t = types.elem(indices)
+    if ivd >= len(shape):
+        return [f.k.to_index(f.value(indices, batch), t)]
+    out = []
+    for j in range(shape[ivd]):
+        where = list(batch[:ivd]) + [j] + list(batch[ivd:])
+        out.append(f.k.to_index(f.value(indices, where), t))
+    return out
+
+
+def _field(op: Op, attr: str, name: str) -> list[int]:
+    return [int(x) for x in op.attrs[attr].get(name, [])]  # type: ignore[attr-defined]
+
+
+def _ivd(op: Op, attr: str) -> int:
+    return int(op.attrs[attr].get("index_vector_dim", 0))  # type: ignore[attr-defined,arg-type]
+
+
+def _batch_pos(d_start: int, ivd: int) -> int:
+    return d_start - (0 if d_start < ivd else 1)
+
+
+@elemental("stablehlo.gather")
+def gather(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """result[idx] = operand[clamped start + batching + offset]."""
+    operand, indices = op.operand("operand"), op.operand("start_indices")
+    a = "dimension_numbers"
+    offset_dims, collapsed = _field(op, a, "offset_dims"), _field(op, a, "collapsed_slice_dims")
+    start_map = _field(op, a, "start_index_map")
+    obd, sibd = _field(op, a, "operand_batching_dims"), _field(op, a, "start_indices_batching_dims")
+    ivd = _ivd(op, a)
+    sizes = [int(s) for s in op.attr("slice_sizes")]  # type: ignore[union-attr]
+    oshape = types.shape(operand)
+    k = f.k
+    batch = [idx[d] for d in range(len(idx)) if d not in offset_dims]
+    start = _start_index(f, indices, batch, ivd)
+    offsets = iter(idx[d] for d in offset_dims)
+    src: list[IndexExpr] = []
+    for d in range(len(oshape)):
+        e: IndexExpr = 0
+        if d in start_map:
+            e = k.iclamp(start[start_map.index(d)], 0, oshape[d] - sizes[d])
+        if d in obd:
+            e = k.iadd(e, batch[_batch_pos(sibd[obd.index(d)], ivd)])
+        if d not in collapsed and d not in obd:
+            e = k.iadd(e, next(offsets))
+        src.append(e)
+    return f.value(operand, src)
+
+
+def _dynamic_starts(f: Fused, op: Op, sizes: list[int]) -> list[str]:
+    shape = types.shape(op.operand("operand"))
+    k = f.k
+    return [k.iclamp(k.to_index(f.value(v, []), types.elem(v)), 0, n - s)
+            for v, n, s in zip(op.operand_group("start_indices"), shape, sizes, strict=True)]
+
+
+@elemental("stablehlo.dynamic_slice")
+def dynamic_slice(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """operand[clamped start + idx]."""
+    starts = _dynamic_starts(f, op, [int(s) for s in op.attr("slice_sizes")])  # type: ignore
+    return f.value(op.operand("operand"),
+                   [f.k.iadd(s, i) for s, i in zip(starts, idx, strict=True)])
+
+
+@elemental("stablehlo.dynamic_update_slice")
+def dynamic_update_slice(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
+    """update[idx - start] inside the updated block, operand[idx] elsewhere."""
+    update = op.operand("update")
+    ushape = types.shape(update)
+    starts = _dynamic_starts(f, op, list(ushape))
+    k = f.k
+    rel = [k.idx(k.isub(i, s)) for i, s in zip(idx, starts, strict=True)]
+    inside = k.const(True, "i1")
+    for r, n in zip(rel, ushape, strict=True):
+        inside = k.arith("and", inside, k.cmp("ge", r, k.idx(0), "index"), "i1")
+        inside = k.arith("and", inside, k.cmp("lt", r, k.idx(n), "index"), "i1")
+    t = types.elem(op.result)
+    return k.branch(inside, t, lambda: f.value(update, rel),
+                    lambda: f.value(op.operand("operand"), idx))
+
+
+@kernel("stablehlo.scatter")
+def scatter(lw: FuncLowering, op: Op) -> None:
+    """Copy the inputs to the results, then apply every update in order (one work-item)."""
+    outs = [lw.buffer_for(r) for r in op.results]
+    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+        lw.compute_into(v, out)
+    updates = op.operand_group("updates")
+    ushape = types.shape(updates[0])
+    with lw.kernel("scatter") as (k, f):
+        one = k.const(1, "index")
+        with k.block(f"foreach %one_item = {k.idx(0)}, {one} : index {{"):
+            with k.loop(0, prod(ushape), [], []) as loop:
+                _apply_update(f, op, outs, k.delinearize(loop.var, ushape))
+    lw.launch_last(1)
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)
+
+
+def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr]) -> None:
+    a = "scatter_dimension_numbers"
+    uwd, iwd = _field(op, a, "update_window_dims"), _field(op, a, "inserted_window_dims")
+    ibd, sibd = _field(op, a, "input_batching_dims"), _field(op, a, "scatter_indices_batching_dims")
+    sdod, ivd = _field(op, a, "scatter_dims_to_operand_dims"), _ivd(op, a)
+    k = f.k
+    scatter_idx = [uidx[d] for d in range(len(uidx)) if d not in uwd]
+    start = _start_index(f, op.operand("scatter_indices"), scatter_idx, ivd)
+    window = iter(uidx[d] for d in uwd)
+    shape = types.shape(op.results[0])
+    ridx: list[IndexExpr] = []
+    for d in range(len(shape)):
+        e: IndexExpr = k.idx(start[sdod.index(d)]) if d in sdod else 0
+        if d in ibd:
+            e = k.iadd(e, scatter_idx[_batch_pos(sibd[ibd.index(d)], ivd)])
+        if d not in iwd and d not in ibd:
+            e = k.iadd(e, next(window))
+        ridx.append(e)
+    with k.block(f"if {_in_bounds(k, ridx, shape)} {{"):
+        at = k.linear(ridx, shape)
+        n = prod(shape)
+        ts = [types.elem(r) for r in op.results]
+        cur = [k.load(out, t, n, at) for out, t in zip(outs, ts, strict=True)]
+        upd = [f.value(v, uidx) for v in op.operand_group("updates")]
+        f.bound.clear()
+        new = f.body(op.regions[0].block, cur + upd)
+        for value, out, t in zip(new, outs, ts, strict=True):
+            k.store(value, out, t, n, at)
+
+
+def _in_bounds(k: KernelBuilder, idx: list[IndexExpr], shape: tuple[int, ...]) -> str:
+    ok = k.const(True, "i1")
+    for e, n in zip(idx, shape, strict=True):
+        x = k.idx(e)
+        ok = k.arith("and", ok, k.cmp("ge", x, k.idx(0), "index"), "i1")
+        ok = k.arith("and", ok, k.cmp("lt", x, k.idx(n), "index"), "i1")
+    return ok
+
+
+@kernel("stablehlo.select_and_scatter")
+def select_and_scatter(lw: FuncLowering, op: Op) -> None:
+    """Fill the result with init_value; then, for every source element in order (one
+    work-item), pick the window element ``select`` prefers and combine into it."""
+    from frontend.lower.reduce import _ints, _padding
+
+    operand, source = op.operand("operand"), op.operand("source")
+    shape, sshape = types.shape(operand), types.shape(source)
+    rank, n, t = len(shape), prod(shape), types.elem(op.result)
+    window = _ints(op, "window_dimensions", rank, 1)
+    strides = _ints(op, "window_strides", rank, 1)
+    pad = _padding(op, rank)
+    out = lw.buffer_for(op.result)
+    with lw.kernel("fill") as (k, f):
+        with k.elements(n) as i:
+            k.store(f.value(op.operand("init_value"), []), out, t, n, i)
+    lw.launch_last(_groups(n))
+    with lw.kernel("select_and_scatter") as (k, f):
+        with k.block(f"foreach %one_item = {k.idx(0)}, {k.idx(1)} : index {{"):
+            with k.loop(0, prod(sshape), [], []) as src_loop:
+                sidx = k.delinearize(src_loop.var, sshape)
+                start = [k.isub(k.imul(s, st), p[0]) for s, st, p in zip(sidx, strides, pad,
+                                                                          strict=True)]
+                have, at, _ = _select_in_window(f, op, operand, start, window, t)
+                with k.block(f"if {have} {{"):
+                    cur = k.load(out, t, n, at)
+                    f.bound.clear()
+                    (new,) = f.body(op.regions[1].block, [cur, f.value(source, sidx)])
+                    k.store(new, out, t, n, at)
+    lw.launch_last(1)
+    lw.bind(op.result, out)
+
+
+def _groups(n: int) -> int:
+    from frontend.lower.builder import num_groups
+
+    return num_groups(n)
+
+
+def _select_in_window(f: Fused, op: Op, operand: Value, start: list[IndexExpr],
+                      window: list[int], t: str) -> list[str]:
+    """Loop over the window: (found any, linear index of the selected element, its value)."""
+    k = f.k
+    shape = types.shape(operand)
+    inits = [k.const(False, "i1"), k.idx(0), _zero(k, t)]
+    with k.loop(0, prod(window), inits, ["i1", "index", t]) as loop:
+        have, at, val = loop.carried
+        pos = [k.iadd(s, w) for s, w in zip(start, k.delinearize(loop.var, window),
+                                            strict=True)]
+        inside = _in_bounds(k, pos, shape)
+
+        def consider() -> str:
+            x = f.value(operand, [k.select(k.cmp("ge", k.idx(p), k.idx(0), "index"), k.idx(p),
+                                           k.idx(0), "index") for p in pos])
+            f.bound.clear()
+            (keep,) = f.body(op.regions[0].block, [val, x])
+            take = k.arith("or", k.arith("xor", have, k.const(True, "i1"), "i1"),
+                           k.arith("xor", keep, k.const(True, "i1"), "i1"), "i1")
+            return take
+
+        take = k.branch(inside, "i1", consider, lambda: k.const(False, "i1"))
+        here = k.idx(k.linear(pos, shape))
+        x_new = k.branch(take, t, lambda: f.value(operand, pos), lambda: val)
+        loop.yields = [k.arith("or", have, take, "i1"), k.select(take, here, at, "index"),
+                       x_new]
+    return loop.results
+
+
+def _zero(k: KernelBuilder, t: str) -> str:
+    if t.startswith("c"):
+        return k.const(0j, t)
+    return k.const(0.0 if t[0] in "fb" else 0, t)

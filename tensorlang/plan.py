@@ -1,0 +1,138 @@
+"""The host plan: what runs on the host around the kernels of a lowered StableHLO function.
+
+A :class:`Plan` names device buffers (flat, row-major, of one tensor-language scalar type),
+the entry function's parameters and results (buffer ids), and an ordered list of steps:
+kernel launches, copies, host-side control flow (``While``, ``If``, ``Case``) whose
+predicates are read back from one-element buffers, and ``Free`` steps that end buffer
+lifetimes so the executor can reuse their memory.  The plan is plain frozen data; the
+front end builds it and the back end (``backend_opencl.plan_exec``) executes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A device buffer: ``dtype`` is a tensor-language scalar name, ``shape`` row-major.
+
+    ``init`` holds the raw little-endian bytes of a constant's value (None otherwise).
+    """
+
+    id: int
+    dtype: str
+    shape: tuple[int, ...]
+    init: bytes | None = field(default=None, repr=False)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Run ``kernel`` on ``num_groups`` work-groups; ``args`` are buffer ids, in order."""
+
+    kernel: str
+    args: tuple[int, ...]
+    num_groups: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Copy buffer ``src`` into buffer ``dst`` (same dtype and size)."""
+
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class While:
+    """Run ``cond``; while the i1 buffer ``pred`` holds true, run ``body`` and ``cond``."""
+
+    cond: tuple[Step, ...]
+    pred: int
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class If:
+    """Run ``then`` when the i1 buffer ``pred`` holds true, else ``otherwise``."""
+
+    pred: int
+    then: tuple[Step, ...]
+    otherwise: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """Run ``branches[index]`` (the last branch when the i32 ``index`` is out of range)."""
+
+    index: int
+    branches: tuple[tuple[Step, ...], ...]
+
+
+@dataclass(frozen=True)
+class Free:
+    """The buffers' lifetimes end here: their memory may be reused."""
+
+    buffers: tuple[int, ...]
+
+
+Step = Launch | Copy | While | If | Case | Free
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A lowered function: buffers, parameter and result buffer ids, and steps."""
+
+    buffers: tuple[Buffer, ...]
+    params: tuple[int, ...]
+    results: tuple[int, ...]
+    steps: tuple[Step, ...]
+
+    def buffer(self, id: int) -> Buffer:
+        """The buffer with id ``id``."""
+        return self.buffers[id]
+
+
+def step_buffers(step: Step) -> set[int]:
+    """Every buffer a step (with its nested steps) reads or writes."""
+    if isinstance(step, Launch):
+        return set(step.args)
+    if isinstance(step, Copy):
+        return {step.src, step.dst}
+    if isinstance(step, Free):
+        return set()
+    nested: list[tuple[Step, ...]]
+    if isinstance(step, While):
+        nested, own = [step.cond, step.body], {step.pred}
+    elif isinstance(step, If):
+        nested, own = [step.then, step.otherwise], {step.pred}
+    else:
+        nested, own = list(step.branches), {step.index}
+    for steps in nested:
+        for s in steps:
+            own |= step_buffers(s)
+    return own
+
+
+def with_frees(steps: list[Step], keep: set[int]) -> list[Step]:
+    """``steps`` with a ``Free`` after the last use of every buffer not in ``keep``."""
+    last: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for b in step_buffers(step):
+            last[b] = i
+    ends: dict[int, list[int]] = {}
+    for b, i in last.items():
+        if b not in keep:
+            ends.setdefault(i, []).append(b)
+    out: list[Step] = []
+    for i, step in enumerate(steps):
+        out.append(step)
+        if i in ends:
+            out.append(Free(tuple(sorted(ends[i]))))
+    return out

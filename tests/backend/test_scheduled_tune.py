@@ -1,0 +1,52 @@
+"""Autotuning: candidates timed on the device, the winner cached per device and kernel and
+applied by later compiles; the cost model picks exact-fitting register blocks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import backend_opencl
+from backend_opencl.emit.costmodel import register_block
+from backend_opencl.emit.target import KernelPlan
+from backend_opencl.tune import cache_path, tune
+from tensorlang.ir.types import F32, F64
+
+KERNEL = """
+func @tiny(%A: memref<f32x12x3x?>, %B: memref<f32x3x5x?>, %C: memref<f32x12x5x?>) {
+  %g = group_id
+  %one = constant 1.0 : f32
+  %a = subview %A[:, :, %g] : memref<f32x12x3x?>
+  %b = subview %B[:, :, %g] : memref<f32x3x5x?>
+  %c = subview %C[:, :, %g] : memref<f32x12x5x?>
+  gemm.n.n %one, %a, %b, %one, %c : f32, memref<f32x12x3>, memref<f32x3x5>, f32, memref<f32x12x5>
+}
+"""
+
+
+def test_tune_caches_and_compile_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         h, rng) -> None:
+    monkeypatch.setenv("TLC_TUNE_CACHE", str(tmp_path / "tune.json"))
+    lines: list[str] = []
+    winners = tune(KERNEL, groups=4, top=2, repeat=1, progress=lines.append)
+    rm, rn = winners["tiny"]
+    assert any("[2/2]" in line for line in lines) and "best register block" in lines[-1]
+    assert list(json.loads(cache_path().read_text()).values()) == [[rm, rn]]
+    module = backend_opencl.compile(KERNEL)
+    assert f"acc[{rn}][{rm}]" in module.source
+    A, B, C = (h.rand(rng, s, "f32") for s in ((12, 3, 4), (3, 5, 4), (12, 5, 4)))
+    want = np.einsum("ikb,kjb->ijb", A, B) + C
+    module.tiny(A, B, C, num_groups=4)
+    h.close(C, want, "f32")
+
+
+@pytest.mark.parametrize("t, m, n, block", [
+    (F32, "56", "9", (56, 1)),   # seven vectors of rows fill the registers, no edges
+    (F32, "32", "32", (16, 4)),  # eight accumulators hide the FMA latency
+    (F64, "64", "64", (8, 4)),
+])
+def test_cost_model(t, m: str, n: str, block: tuple[int, int]) -> None:
+    assert register_block(KernelPlan((1, 1), 1, False, True), t, m, n) == block

@@ -1,0 +1,36 @@
+"""Helpers for the StableHLO lowering tests: compile and run with poisoned buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend_opencl import plan_exec
+
+
+@pytest.fixture(autouse=True)
+def poison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every buffer starts as 0xFF bytes, so elements a kernel forgets to write show up."""
+    monkeypatch.setattr(plan_exec, "POISON", True)
+
+
+def run(text: str, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Compile ``text`` (a module with @main) and run it on ``arrays``."""
+    import backend_opencl
+
+    return backend_opencl.compile_stablehlo(text)(*arrays)
+
+
+def module(signature: str, body: str) -> str:
+    """A module with ``func.func public @main<signature> { body }``."""
+    return f"func.func public @main{signature} {{\n{body}\n}}\n"
+
+
+RNG = np.random.default_rng(5)
+
+
+def rand(shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
+    """Random data of ``dtype``."""
+    if np.issubdtype(dtype, np.integer):
+        return RNG.integers(-50, 50, size=shape).astype(dtype)
+    return RNG.standard_normal(shape).astype(dtype)
