@@ -1,0 +1,27 @@
+"""The JAX-exported example models (examples/*.mlir) match JAX's stored outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import backend_opencl
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODELS = ["mlp", "transformer_block", "cnn"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_matches_jax(name: str) -> None:
+    data = np.load(EXAMPLES / f"{name}.npz")
+    count = sum(key.startswith("in") for key in data.files)
+    ins = [data[f"in{i}"] for i in range(count)]
+    want = data["out0"]
+    exe = backend_opencl.compile_stablehlo((EXAMPLES / f"{name}.mlir").read_text(),
+                                           filename=f"{name}.mlir")
+    (got,) = exe(*ins)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    scale = max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * scale)
