@@ -4,7 +4,9 @@
 the kernel's signature first (count, dtype, shape, strides, group sizes) and raises
 :class:`~tensorlang.diagnostics.LaunchError` before anything runs.  numpy arrays bind to
 memrefs by shape and strides (no silent copies into another layout); results are copied
-back into the numpy arrays the kernel writes.  pyopencl arrays are used in place.
+back into the numpy arrays the kernel writes.  pyopencl arrays are used in place; a group
+of pyopencl arrays is bound on the device (see ``docs/abi.md``, "Groups of pyopencl
+arrays").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
 from backend_opencl.emit import EmittedProgram, KernelInfo
-from backend_opencl.runtime import build, launch, memory
+from backend_opencl.runtime import build, device_groups, launch, memory
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.core import Program
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
@@ -117,7 +119,7 @@ class Kernel:
             return _memref_binder(value, t, arg, where, writes)
         assert isinstance(t, GroupType)
         svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
-        return _group_binder(value, t, arg, where, writes, num_groups, svm)
+        return _group_binder(value, t, arg, where, writes, num_groups, svm, self.device)
 
 
 Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
@@ -229,33 +231,69 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
 
 
 def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-                  num_groups: int, svm: bool) -> Binder:
-    offset = value.offset if isinstance(value, Group) else 0
-    members = value.arrays if isinstance(value, Group) else value
-    if not isinstance(members, (list, tuple)):
-        raise LaunchError(f"{where}: expected a list of numpy arrays for a group argument, "
-                          f"got {type(members).__name__}")
-    if len(members) < num_groups:
-        raise LaunchError(f"{where}: the group has {len(members)} arrays but {num_groups} "
-                          "work-groups were asked for (group_id indexes the group)")
-    if t.offset is not None and isinstance(value, Group) and value.offset != t.offset:
-        raise LaunchError(f"{where}: the group's offset is {t.offset}, got {value.offset}")
-    offset = t.offset if t.offset is not None else offset
+                  num_groups: int, svm: bool, device: Any) -> Binder:
+    """Check a group argument (a list, tuple or :class:`Group` of numpy arrays or of
+    pyopencl arrays) and return how to bind it."""
+    members, offset = _group_members(value, t, where, num_groups)
+    on_device = _members_on_device(members, where, device)
     layouts = _member_layouts(members, t, where, offset)
     per_param = list(zip(*[_dynamic_values(t.memref, arg, s, st) for s, st, _ in layouts],
                          strict=True)) if layouts and t.memref.dynamic_dims else []
     if any(isinstance(m, np.ndarray) and not m.flags.writeable for m in members) and writes:
         raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
+    bind_members = device_groups.bind_device_group if on_device else memory.upload_group
 
     def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
         spans = [span for _, _, span in layouts]
-        args, keep, back = memory.upload_group(ctx, queue, members, spans, writes, svm)
+        args, keep, back = bind_members(ctx, queue, members, spans, writes, svm)
         extra = [memory.index_array(ctx, values) for values in per_param]
         if t.offset is None:
             extra.append(np.int64(offset))
         return args + extra, _keep_alive(back, keep)
 
     return bind
+
+
+def _group_members(value: Any, t: GroupType, where: str,
+                   num_groups: int) -> tuple[list[Any] | tuple[Any, ...], int]:
+    """The members of a group argument and its offset; LaunchError if they cannot be."""
+    offset = value.offset if isinstance(value, Group) else 0
+    members = value.arrays if isinstance(value, Group) else value
+    if not isinstance(members, (list, tuple)):
+        raise LaunchError(f"{where}: expected a list of numpy or pyopencl arrays for a group "
+                          f"argument, got {type(members).__name__}")
+    if len(members) < num_groups:
+        raise LaunchError(f"{where}: the group has {len(members)} arrays but {num_groups} "
+                          "work-groups were asked for (group_id indexes the group)")
+    if t.offset is not None and isinstance(value, Group) and value.offset != t.offset:
+        raise LaunchError(f"{where}: the group's offset is {t.offset}, got {value.offset}")
+    return members, t.offset if t.offset is not None else offset
+
+
+def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device: Any) -> bool:
+    """True when the members are pyopencl arrays (of ``device``'s context), False when
+    they are numpy arrays; LaunchError for a mix."""
+    kinds = [_array_kind(m) for m in members]
+    present = [kind for kind in kinds if kind is not None]
+    if "pyopencl" not in present:
+        return False
+    if "numpy" in present:
+        other = "numpy" if present[0] == "pyopencl" else "pyopencl"
+        raise LaunchError(f"{where}: member {kinds.index(other)} is a {other} array but the "
+                          f"group starts with a {present[0]} array; a group's members must "
+                          "be all numpy or all pyopencl arrays")
+    foreign = device_groups.foreign_members(members, device.context)
+    if foreign:
+        raise LaunchError(f"{where}: member {foreign[0]} is a pyopencl array of another "
+                          "OpenCL context than the kernel's (use the device's context)")
+    return True
+
+
+def _array_kind(value: Any) -> str | None:
+    """``"pyopencl"`` or ``"numpy"`` for arrays, None for anything else."""
+    if memory.is_device_array(value):
+        return "pyopencl"
+    return "numpy" if isinstance(value, np.ndarray) else None
 
 
 def _keep_alive(back: Callable[[], None] | None, keep: list[Any]) -> Callable[[], None]:
@@ -284,15 +322,15 @@ def _member_layouts(members: list[Any] | tuple[Any, ...], t: GroupType, where: s
 
 def _member_layout(member: Any, t: GroupType, where: str, k: int,
                    offset: int) -> tuple[list[int], list[int], int]:
-    if not isinstance(member, np.ndarray):
-        raise LaunchError(f"{where}: member {k} must be a numpy array, "
+    if not isinstance(member, np.ndarray) and not memory.is_device_array(member):
+        raise LaunchError(f"{where}: member {k} must be a numpy or pyopencl array, "
                           f"got {type(member).__name__}")
     if offset == 0:
         return array_layout(member, t.memref, f"{where}, member {k}")
     if not t.memref.is_static:
         raise LaunchError(f"{where}: groups with an offset need static memref types")
     need = offset + memory.span_elements(t.memref.shape, t.memref.strides)  # type: ignore[arg-type]
-    flat_ok = member.ndim == 1 and member.strides[0] == member.itemsize
+    flat_ok = member.ndim == 1 and member.strides[0] == member.dtype.itemsize
     if not flat_ok or member.size < need or member.dtype != NUMPY_DTYPES[t.memref.element.name]:
         raise LaunchError(f"{where}: member {k} must be a contiguous 1-D "
                           f"{t.memref.element} array of at least {need} elements (offset "

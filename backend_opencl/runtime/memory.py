@@ -73,6 +73,16 @@ def index_array(ctx: Any, values: Sequence[int]) -> Any:
     return cl.Buffer(ctx, flags, hostbuf=host if host.size else np.zeros(1, np.int64))
 
 
+def packed_offsets(nbytes: Sequence[int]) -> tuple[list[int], int]:
+    """Byte offsets of members packed one after another, each ``MEMBER_ALIGN``-aligned,
+    and the allocation's size (at least ``MEMBER_ALIGN``)."""
+    offsets, total = [], 0
+    for n in nbytes:
+        offsets.append(total)
+        total += -(-max(n, 1) // MEMBER_ALIGN) * MEMBER_ALIGN
+    return offsets, max(total, MEMBER_ALIGN)
+
+
 def upload_group(ctx: Any, queue: Any, members: Sequence[np.ndarray],
                  spans: Sequence[int], writes: bool,
                  svm: bool) -> tuple[list[Any], list[Any], Writeback | None]:
@@ -83,10 +93,7 @@ def upload_group(ctx: Any, queue: Any, members: Sequence[np.ndarray],
     a table of element offsets.
     """
     pieces = [host_span(m, n).view(np.uint8) for m, n in zip(members, spans, strict=True)]
-    offsets, total = [], 0
-    for piece in pieces:
-        offsets.append(total)
-        total += -(-max(piece.nbytes, 1) // MEMBER_ALIGN) * MEMBER_ALIGN
+    offsets, total = packed_offsets([piece.nbytes for piece in pieces])
     if all(p.nbytes % MEMBER_ALIGN == 0 and p.nbytes for p in pieces):
         staging = np.concatenate(pieces)  # no padding needed: one copy
     else:
