@@ -53,13 +53,20 @@ def kernel(*names: str) -> Callable[[KernelFn], KernelFn]:
 def load_families() -> None:
     """Import every family module so their decorators run."""
     from frontend.lower import (  # noqa: F401
+        batchnorm,
+        bitcast,
         checks,
         control,
         conv,
         dot,
+        dynamic,
         elementwise,
+        fft,
+        linalg,
         mathfns,
+        misc,
         reduce,
+        rng,
         scatter_gather,
         shape,
         sort,

@@ -33,13 +33,14 @@ def test_compilation_is_cached() -> None:
 
 
 def test_unsupported_op_points_at_it() -> None:
-    text = module("(%a: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>", """
-  %0 = stablehlo.fft %a, type = FFT,
-      length = [4] : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
-  return %0 : tensor<4xcomplex<f32>>""")
+    text = module("(%a: tensor<4xf32>) -> tensor<4xf32>", """
+  %t = stablehlo.create_token : !stablehlo.token
+  %0:2 = "stablehlo.infeed"(%t) {infeed_config = ""}
+      : (!stablehlo.token) -> (tensor<4xf32>, !stablehlo.token)
+  return %0#0 : tensor<4xf32>""")
     with pytest.raises(CompileError) as err:
         backend_opencl.compile_stablehlo(text, filename="f.mlir")
-    assert "f.mlir:3:8: error: 'stablehlo.fft' is not supported yet" in str(err.value)
+    assert "f.mlir:4:10: error: 'stablehlo.infeed' is not supported yet" in str(err.value)
 
 
 def test_tlc_run_and_emit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
