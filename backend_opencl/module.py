@@ -23,6 +23,7 @@ from backend_opencl.emit import EmittedProgram, KernelInfo
 from backend_opencl.runtime import build, device_groups, launch, memory
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.core import Program
+from tensorlang.ir.dtypes import NARROW_DTYPES
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
 from tensorlang.passes.effects import written_arguments
 
@@ -30,7 +31,7 @@ NUMPY_DTYPES = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "index": np.int64, "f32": np.float32, "f64": np.float64, "c32": np.complex64,
     "c64": np.complex128, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-    "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+    "f16": np.float16, "bf16": ml_dtypes.bfloat16, **NARROW_DTYPES,
 }
 
 
@@ -148,8 +149,8 @@ def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
         info = np.iinfo(dtype)
         if not info.min <= int(value) <= info.max:
             raise LaunchError(f"{where}: {value} does not fit in {t}")
-    if t.is_half:  # passed as its 16-bit pattern
-        return np.array(value, dtype=dtype).view(np.uint16)[()]
+    if t.is_half:  # passed as its bit pattern
+        return np.array(value, dtype=dtype).view(np.uint8 if t.is_narrow else np.uint16)[()]
     return dtype.type(value)
 
 

@@ -11,9 +11,12 @@ _CTYPES = {
     "f32": "float", "f64": "double", "c32": "float2", "c64": "double2",
     "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
     "f16": "float", "bf16": "float",  # computed in float, rounded to the type (numeric.py)
+    **{name: "float" for name in (
+        "f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz f8e4m3b11fnuz f8e4m3 f8e3m4 f8e8m0fnu "
+        "f6e2m3fn f6e3m2fn f4e2m1fn").split()},
 }
 # bool cannot live in memory or be a kernel argument; f16/bf16 are stored as bit patterns
-_STORAGE = {"i1": "char", "f16": "ushort", "bf16": "ushort"}
+_STORAGE = {"i1": "char", "f16": "ushort", "bf16": "ushort"}  # narrow floats: uchar
 _UNSIGNED = {"i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong"}
 _REAL = {"c32": "f32", "c64": "f64"}
 
@@ -49,7 +52,7 @@ def ctype(t: ScalarType) -> str:
 
 def storage_type(t: ScalarType) -> str:
     """The C type of a scalar held in memory or passed as a kernel argument."""
-    return _STORAGE.get(t.name, _CTYPES[t.name])
+    return "uchar" if t.is_narrow else _STORAGE.get(t.name, _CTYPES[t.name])
 
 
 def unsigned_ctype(t: ScalarType) -> str:
@@ -107,14 +110,15 @@ def literal(value: object, t: ScalarType) -> str:
 
 
 def _in_type(value: float, t: ScalarType) -> float:
-    """``value`` rounded to f16 or bf16 (round to nearest even); other types unchanged."""
+    """``value`` rounded to a storage float (as ml_dtypes rounds); other types unchanged."""
     if not t.is_half:
         return value
-    import ml_dtypes
     import numpy as np
 
-    dtype = np.float16 if t.name == "f16" else ml_dtypes.bfloat16
-    with np.errstate(over="ignore"):
+    from tensorlang.ir.dtypes import storage_float_dtype
+
+    dtype = storage_float_dtype(t.name)
+    with np.errstate(over="ignore", invalid="ignore"):
         return float(np.float64(value).astype(dtype))
 
 

@@ -3,7 +3,10 @@
 Each template is written once for ``C`` (float2/double2) and ``R`` (float/double); ``F``
 is the literal suffix (``f`` for float).  Formulas are chosen for accuracy: ``log1p``
 and ``expm1`` avoid cancellation near 0, ``tanh`` is Kahan's (no cosh overflow),
-``sqrt`` the stable half-angle form.
+``sqrt`` the stable half-angle form, ``sinh``/``cosh`` by real and imaginary parts;
+the inverse functions ``asin acos asinh acosh atan atanh`` are Kahan's (square roots of
+``1 -+ z`` instead of ``sqrt(1 - z^2)``; ``atanh`` through ``log1p`` of a positive
+argument, odd in the real part).
 """
 
 from __future__ import annotations
@@ -64,6 +67,10 @@ _TEMPLATES = {
     return (C)(z.x / h, z.y / h);
 }
 """,
+    "sinh": """C @NAME@(C z) { return (C)(sinh(z.x) * cos(z.y), cosh(z.x) * sin(z.y)); }
+""",
+    "cosh": """C @NAME@(C z) { return (C)(cosh(z.x) * cos(z.y), sinh(z.x) * sin(z.y)); }
+""",
 }
 
 _BINARY = {
@@ -77,7 +84,35 @@ _BINARY = {
 """,
 }
 
+_ASIN = """    const C s1 = SQRT((C)(1.0F - z.x, -z.y)), s2 = SQRT((C)(1.0F + z.x, z.y));
+    const R re = atan2(z.x, s1.x * s2.x - s1.y * s2.y);
+    const R im = asinh(s1.x * s2.y - s1.y * s2.x);
+"""
+_ATANH = """    const R x = z.x, y = z.y, ax = fabs(x), u = 1.0F - ax;
+    const R re = copysign(0.25F * log1p(4.0F * ax / (u * u + y * y)), x);
+    const R im = 0.5F * atan2(2.0F * y, u * (1.0F + ax) - y * y);
+"""
+_INVERSE = {  # Kahan's formulas ("Branch cuts for complex elementary functions", 1987)
+    "asin": "C @NAME@(C z) {\n" + _ASIN + "    return (C)(re, im);\n}\n",
+    "asinh": "C @NAME@(C w) {\n    const C z = (C)(-w.y, w.x);\n" + _ASIN
+             + "    return (C)(im, -re);\n}\n",
+    "acos": """C @NAME@(C z) {
+    const C s1 = SQRT((C)(1.0F - z.x, -z.y)), s2 = SQRT((C)(1.0F + z.x, z.y));
+    return (C)(2.0F * atan2(s1.x, s2.x), asinh(s2.x * s1.y - s2.y * s1.x));
+}
+""",
+    "acosh": """C @NAME@(C z) {
+    const C s1 = SQRT((C)(z.x - 1.0F, z.y)), s2 = SQRT((C)(z.x + 1.0F, z.y));
+    return (C)(asinh(s1.x * s2.x + s1.y * s2.y), 2.0F * atan2(s1.y, s2.x));
+}
+""",
+    "atanh": "C @NAME@(C z) {\n" + _ATANH + "    return (C)(re, im);\n}\n",
+    "atan": "C @NAME@(C w) {\n    const C z = (C)(-w.y, w.x);\n" + _ATANH
+            + "    return (C)(im, -re);\n}\n",
+}
+
 _COMPOSED = {
+    **_INVERSE,
     "tan": "C @NAME@(C z) { const C t = TANH((C)(-z.y, z.x)); return (C)(t.y, -t.x); }\n",
     "rsqrt": "C @NAME@(C z) { return CDIV((C)(1.0F, 0.0F), SQRT(z)); }\n",
     "cbrt": "C @NAME@(C z) {\n"

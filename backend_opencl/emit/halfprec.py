@@ -11,6 +11,8 @@ round-to-odd, so that rounding it again to f16/bf16 is correct (no double roundi
 
 from __future__ import annotations
 
+from backend_opencl.emit import narrowfloat
+
 _F16 = """float tlc_f16_to_f32(ushort h) {
     const uint sign = ((uint)h & 0x8000u) << 16;
     const uint e = ((uint)h >> 10) & 0x1fu;
@@ -47,8 +49,8 @@ float tlc_round_bf16(float f) { return tlc_bf16_to_f32(tlc_f32_to_bf16(f)); }
 _NEXTAFTER = """float tlc_nextafter_{t}(float x, float y) {{
     if (x != x || y != y) return x + y;
     if (x == y) return y;
-    ushort bits = tlc_f32_to_{t}(x);
-    if (x == 0) bits = y > 0 ? (ushort)1 : (ushort)0x8001;
+    {s} bits = tlc_f32_to_{t}(x);
+    if (x == 0) bits = y > 0 ? ({s})1 : ({s}){neg};
     else if ((x < y) == (x > 0)) bits += 1;
     else bits -= 1;
     return tlc_{t}_to_f32(bits);
@@ -67,12 +69,17 @@ ODD_SOURCES = ("double", "int", "uint", "long", "ulong")
 
 
 def helpers(features: set[str]) -> list[str]:
-    """The helper texts for the ``half:f16``, ``half:bf16`` and ``odd:<ctype>`` features."""
+    """The helper texts for the ``half:<t>`` (f16, bf16, narrow floats: narrowfloat.py)
+    and ``odd:<ctype>`` features."""
     texts = []
     if "half:f16" in features:
-        texts += [_F16, _NEXTAFTER.format(t="f16")]
+        texts += [_F16, _NEXTAFTER.format(t="f16", s="ushort", neg="0x8001")]
     if "half:bf16" in features:
-        texts += [_BF16, _NEXTAFTER.format(t="bf16")]
+        texts += [_BF16, _NEXTAFTER.format(t="bf16", s="ushort", neg="0x8001")]
+    for t in narrowfloat.NARROW_FLOATS:
+        if f"half:{t}" in features:
+            neg = hex(narrowfloat.negative_min_code(t))
+            texts += [narrowfloat.helper_text(t), _NEXTAFTER.format(t=t, s="uchar", neg=neg)]
     texts += [_ODD.format(c=c) for c in ODD_SOURCES if f"odd:{c}" in features]
     return texts
 

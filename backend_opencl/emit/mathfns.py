@@ -8,9 +8,10 @@ f16/bf16 compute in float and round every result to the type.
 from __future__ import annotations
 
 from backend_opencl.emit import numeric
-from backend_opencl.emit.cnames import ctype, literal, unsigned_ctype
+from backend_opencl.emit.cnames import ctype, literal, storage_type, unsigned_ctype
 from backend_opencl.emit.complexfns import complex_fn, complex_pow
 from backend_opencl.emit.kernel import KernelEmitter, handler
+from backend_opencl.emit.specialfns import SPECIAL_FNS, special_fn
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.types import F32, ScalarType, complex_part
 
@@ -32,6 +33,8 @@ def emit_math(em: KernelEmitter, inst: Instruction) -> None:
         expr = _complex(em, fn, t, args)
     elif t.is_int:
         expr = _integer(em, fn, t, args)
+    elif fn in SPECIAL_FNS:
+        expr = numeric.rounded(t, f"{special_fn(em.unit, fn, t)}({args[0]})")
     else:
         expr = _real(fn, t, args)
         expr = expr if fn == "isfinite" else numeric.rounded(t, expr)
@@ -115,7 +118,7 @@ def emit_bitcast(em: KernelEmitter, inst: Instruction) -> None:
     dst: ScalarType = inst.attr("to_type")
     em.use_type(src)
     a = numeric.store_value(src, em.scalar(inst.operand("a")))
-    bits = "ushort" if dst.is_half else ctype(dst)
+    bits = storage_type(dst) if dst.is_half else ctype(dst)
     expr = a if ctype(src) == bits and not src.is_half else f"as_{bits}({a})"
     em.define(inst.result, numeric.load_value(dst, expr))
 

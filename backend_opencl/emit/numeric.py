@@ -132,5 +132,5 @@ def check_supported(func: Function) -> None:
 
 def _unsupported(name: str, elem: ScalarType, atomic: bool) -> str:
     if atomic:
-        return f"{name}.atomic on {elem} is not supported (16-bit floats have no atomic updates)"
+        return f"{name}.atomic on {elem} is not supported (storage floats have no atomic updates)"
     return f"{name} on {elem} needs the lower-half-blas pass before code generation"

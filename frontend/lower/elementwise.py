@@ -74,7 +74,7 @@ def compare(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     cond = _COND[str(op.attr("comparison_direction"))]
     if str(op.attr("compare_type", "")) == "TOTALORDER" and _is_float(t):
         a, b = total_order_key(f, a, t), total_order_key(f, b, t)
-        t = _INT_OF[t]
+        t = _INT_OF.get(t, "i32")  # narrow floats compare as their f32 values
     if t == "i1" and cond not in ("eq", "ne"):
         a, b = f.k.cast(a, "i1", "i8"), f.k.cast(b, "i1", "i8")
         t = "i8"
@@ -85,7 +85,10 @@ _INT_OF = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
 
 
 def total_order_key(f: Fused, x: str, t: str) -> str:
-    """A signed integer ordered like the IEEE total order of float ``x``."""
+    """A signed integer ordered like the IEEE total order of float ``x`` (narrow floats
+    through their exact f32 values)."""
+    if t not in _INT_OF:
+        x, t = f.k.cast(x, t, "f32"), "f32"
     it = _INT_OF[t]
     bits = int(it[1:])
     k = f.k

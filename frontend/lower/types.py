@@ -36,7 +36,8 @@ def scalar_name(element: object) -> str | None:
     if isinstance(element, FloatType):
         if element.name in _NATIVE_FLOAT:
             return _NATIVE_FLOAT[element.name]
-        return element.name if element.name in SCALAR_TYPES else None
+        name = element.name.lower()  # f8E4M3FN -> f8e4m3fn (the narrow storage floats)
+        return name if name in SCALAR_TYPES else None
     if isinstance(element, ComplexType):
         return {"f32": "c32", "f64": "c64"}.get(element.element.name)
     return None

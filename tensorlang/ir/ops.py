@@ -96,8 +96,9 @@ MATH_FNS: dict[str, MathFn] = {fn.name: fn for fn in (
     *_fns("abs", 1, "int float complex", "real"),
     *_fns("sqrt rsqrt cbrt exp log log1p expm1 sin cos tan tanh logistic", 1,
           "float complex"),
-    *_fns("exp2 log2 log10 asin acos atan sinh cosh asinh acosh atanh erf erfc lgamma "
-          "floor ceil round roundeven trunc", 1, "float"),
+    *_fns("asin acos atan sinh cosh asinh acosh atanh", 1, "float complex"),
+    *_fns("exp2 log2 log10 erf erfc lgamma erfinv digamma bessel_i1e floor ceil round "
+          "roundeven trunc", 1, "float"),
     *_fns("sign", 1, "int float complex"),
     *_fns("isfinite", 1, "float", "i1"),
     *_fns("popcount clz", 1, "int"),

@@ -33,7 +33,8 @@ class ScalarKind(Enum):
 @dataclass(frozen=True, slots=True)
 class ScalarType:
     """A scalar type: ``i1 i8 i16 i32 i64 index f32 f64 c32 c64`` and the extensions
-    ``u8 u16 u32 u64`` (unsigned integers), ``f16`` and ``bf16`` (16-bit storage floats)."""
+    ``u8 u16 u32 u64`` (unsigned integers), ``f16`` and ``bf16`` (16-bit storage floats) and
+    the narrow storage floats (:attr:`is_narrow`)."""
 
     name: str
 
@@ -67,8 +68,16 @@ class ScalarType:
 
     @property
     def is_half(self) -> bool:
-        """True for f16 and bf16: stored as 16 bits, computed in f32 and rounded."""
-        return self.name in ("f16", "bf16")
+        """True for the storage floats f16, bf16 and the narrow ones (:attr:`is_narrow`):
+        stored as their bit patterns, computed in f32 and rounded to the type."""
+        return self.name in ("f16", "bf16") or self.is_narrow
+
+    @property
+    def is_narrow(self) -> bool:
+        """True for the 8-, 6- and 4-bit floats (one byte per element), named as
+        ml_dtypes names them: ``f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz f8e4m3b11fnuz
+        f8e4m3 f8e3m4 f8e8m0fnu f6e2m3fn f6e3m2fn f4e2m1fn``."""
+        return self.kind is ScalarKind.FLOAT and self.bits == 8
 
     @property
     def is_float(self) -> bool:
@@ -102,6 +111,9 @@ _SCALAR_INFO: dict[str, tuple[ScalarKind, int]] = {
     "u64": (ScalarKind.INT, 64),
     "f16": (ScalarKind.FLOAT, 16),
     "bf16": (ScalarKind.FLOAT, 16),
+    **{name: (ScalarKind.FLOAT, 8) for name in (
+        "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz", "f8e4m3", "f8e3m4",
+        "f8e8m0fnu", "f6e2m3fn", "f6e3m2fn", "f4e2m1fn")},
     "f32": (ScalarKind.FLOAT, 32),
     "f64": (ScalarKind.FLOAT, 64),
     "c32": (ScalarKind.COMPLEX, 64),

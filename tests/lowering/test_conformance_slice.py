@@ -19,13 +19,7 @@ import pytest
 SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
 TESTDATA = SUITE / "stablehlo" / "testdata"
 
-KNOWN_FAILING: dict[str, str] = {
-    "acos": "chlo.acosh on complex is not lowered yet",
-    "bessel_i1e": "chlo.bessel_i1e is not lowered yet",
-    "digamma": "chlo.digamma is not lowered yet",
-    "erf_inv": "chlo.erf_inv is not lowered yet",
-    "random_gamma": "needs chlo.erf_inv, not lowered yet",
-}
+KNOWN_FAILING: dict[str, str] = {}
 """Family -> why its representative case fails today."""
 
 
