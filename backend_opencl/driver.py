@@ -105,9 +105,13 @@ def _is_stablehlo_module(program: Any) -> bool:
 
 
 def _kernels_program(lowered: Any) -> Program:
+    """The lowered kernels parsed, without dead code (index arithmetic nobody reads)."""
     import tensorlang
+    from tensorlang.passes import run_pipeline
 
-    return tensorlang.parse(lowered.kernels or "", filename="<lowered>")
+    program = tensorlang.parse(lowered.kernels or "", filename="<lowered>")
+    run_pipeline(program, "dce")
+    return program
 
 
 _EXECUTABLES: dict[tuple[Any, ...], Any] = {}

@@ -65,6 +65,8 @@ class KernelBuilder:
         self._indent = 1
         self._count = 0
         self._memo: list[dict[object, str]] = [{}]
+        self.attributes = ""
+        """Function attributes written after the parameters, e.g. ``work_group_size(64,1)``."""
 
     # -- text --------------------------------------------------------------------------------
 
@@ -86,7 +88,8 @@ class KernelBuilder:
     def text(self) -> str:
         """The finished kernel."""
         params = ", ".join(f"{ssa}: {t}" for ssa, t in self.params.values())
-        return f"func @{self.name}({params}) {{\n" + "\n".join(self.lines) + "\n}\n"
+        attrs = f" {self.attributes}" if self.attributes else ""
+        return f"func @{self.name}({params}){attrs} {{\n" + "\n".join(self.lines) + "\n}\n"
 
     # -- memo scopes ---------------------------------------------------------------------------
 
@@ -302,12 +305,13 @@ class KernelBuilder:
 
     @contextmanager
     def loop(self, lo: IndexExpr, hi: IndexExpr, inits: Sequence[str],
-             types: Sequence[str]) -> Iterator[Loop]:
+             types: Sequence[str], step: IndexExpr | None = None) -> Iterator[Loop]:
         """A sequential ``for`` with carried values; set ``yields``, read ``results`` after."""
         loop = Loop(self.fresh("k"), [self.fresh("acc") for _ in inits], list(types))
         loop.results = [self.fresh("r") for _ in inits]
         init = ", ".join(f"{c} = {v}" for c, v in zip(loop.carried, inits, strict=True))
-        head = f"for {loop.var} = {self.idx(lo)}, {self.idx(hi)} : index"
+        by = "" if step is None else f", {self.idx(step)}"
+        head = f"for {loop.var} = {self.idx(lo)}, {self.idx(hi)}{by} : index"
         if inits:
             head = f"{', '.join(loop.results)} = {head} init({init}) -> ({', '.join(types)})"
         self.line(head + " {")

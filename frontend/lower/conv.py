@@ -1,96 +1,227 @@
-"""stablehlo.convolution as a direct loop per output element (feature groups supported).
+"""stablehlo.convolution as gemm: an explicit im2col buffer, then one batched gemm.
 
-Each work-item computes one output element: a sequential loop over the input features of
-its group and the kernel window, reading the (virtually) padded and lhs-dilated input.
-f16/bf16 accumulate in f32.
+With ``G`` groups (``feature_group_count`` or ``batch_group_count``; at most one of them
+exceeds 1, as the spec requires), ``M`` = output batch x output positions, ``K`` = input
+features per group x kernel window and ``Og`` output features per group:
+
+* ``patches[G, M, K]``: the (virtually padded, lhs-dilated, window-reversed) input
+  windows, zeros outside (one fused kernel; producers of ``lhs`` fuse into it);
+* ``weights[G, K, Og]``: ``rhs`` rearranged (``rhs`` itself when it is HWIO: ``K`` runs
+  over the window, then the input features);
+* ``out = patches @ weights`` by :func:`frontend.lower.dot.gemm_kernel` (work-groups =
+  group x tile of result rows, a ``gemm`` collective each), written straight into the
+  result when it is ``[b, 0, 1, ..., f]`` with one group, else scattered by one more
+  kernel.  f16/bf16 accumulate in f32.
+
+Contractions shorter than ``DIRECT_K`` use the direct loop of :mod:`conv_direct`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from math import prod
 
 from frontend.ir.core import Op
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.conv_direct import direct_convolution
+from frontend.lower.dot import convert_copy, gemm_kernel, zero_fill
 from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
 from frontend.lower.reduce import _ints, _padding
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 
 _WIDE = {"f16": "f32", "bf16": "f32"}
+DIRECT_K = 16
+"""Contractions (input features per group x window) shorter than this use the direct loop
+of :mod:`frontend.lower.conv_direct`: no im2col buffer for a tiny gemm, and its rounding
+(separate multiply and add) matches XLA's where products cancel."""
+
+Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """The sizes of one convolution seen as ``G`` batched gemms."""
+
+    groups: int
+    feature_groups: bool
+    out_batch: int
+    out_spatial: list[int]
+    in_features: int
+    window: list[int]
+    out_per_group: int
+
+    @property
+    def m(self) -> int:
+        """Rows of each gemm: output batch x output positions."""
+        return self.out_batch * prod(self.out_spatial)
+
+    @property
+    def k(self) -> int:
+        """The contraction: input features of a group x kernel window."""
+        return self.in_features * prod(self.window)
+
+
+def _shape(op: Op) -> ConvShape:
+    dn = op.attrs["dimension_numbers"]
+    rs, os_ = types.shape(op.operand("rhs")), types.shape(op.result)
+    fg = int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
+    bg = int(op.attr("batch_group_count", 1))  # type: ignore[arg-type]
+    if fg > 1 and bg > 1:
+        raise CompileError.at(op.loc, "'stablehlo.convolution' with both feature and batch "
+                              "groups is not supported")
+    groups = fg * bg
+    return ConvShape(groups, fg > 1, os_[dn.out.index("b")],  # type: ignore[attr-defined]
+                     [os_[d] for d in dn.spatial(dn.out)],  # type: ignore[attr-defined]
+                     rs[dn.rhs.index("i")],  # type: ignore[attr-defined]
+                     [rs[d] for d in dn.spatial(dn.rhs)],  # type: ignore[attr-defined]
+                     rs[dn.rhs.index("o")] // groups)  # type: ignore[attr-defined]
 
 
 @kernel("stablehlo.convolution")
 def convolution(lw: FuncLowering, op: Op) -> None:
     """out[b, o, x...] = sum over i, k... of lhs[b, g*I + i, x*s + k*d - pad] rhs[k..., i, o]."""
-    lhs, rhs = op.operand("lhs"), op.operand("rhs")
-    if int(op.attr("batch_group_count", 1)) != 1:  # type: ignore[arg-type]
-        raise CompileError.at(op.loc, "'stablehlo.convolution' with batch_group_count > 1 "
-                              "is not supported yet")
     t = types.elem(op.result)
     if t == "i1":
         raise CompileError.at(op.loc, "'stablehlo.convolution' on i1 is not supported yet")
-    dn = op.attrs["dimension_numbers"]
-    out_shape = types.shape(op.result)
-    n = prod(out_shape)
+    cs = _shape(op)
+    if cs.k < DIRECT_K:
+        direct_convolution(lw, op)
+        return
     out = lw.buffer_for(op.result)
-    with lw.kernel("conv") as (k, f):
-        with k.elements(n) as i:
-            oidx = k.delinearize(i, out_shape)
-            acc = _conv_sum(k, f, op, dn, oidx)
-            k.store(k.cast(acc, _WIDE.get(t, t), t), out, t, n, i)
-    lw.launch_last(num_groups(n))
     lw.bind(op.result, out)
-    _ = (lhs, rhs)
+    n = types.size(op.result)
+    if n == 0:
+        return
+    if cs.k == 0:
+        zero_fill(lw, out, t, n)
+        return
+    acc = _WIDE.get(t, t)
+    patches = _pack(lw, "im2col", (cs.groups, cs.m, cs.k), acc, _patch_element(op, cs, acc))
+    weights = _weights(lw, op, cs, acc)
+    direct = cs.groups == 1 and _natural_out(op)
+    c = out if direct and acc == t else lw.new_buffer(acc, (cs.groups, cs.m, cs.out_per_group))
+    gemm_kernel(lw, (patches, weights, c), acc, (cs.groups, cs.m, cs.k, cs.out_per_group))
+    if c == out:
+        return
+    if direct:
+        convert_copy(lw, c, out, (acc, t), n)
+    else:
+        _unpack(lw, op, cs, c, out)
 
 
-def _conv_sum(k: KernelBuilder, f: object, op: Op, dn: object, oidx: list[IndexExpr]) -> str:
-    lhs, rhs = op.operand("lhs"), op.operand("rhs")
-    ls, rs = types.shape(lhs), types.shape(rhs)
-    t = types.elem(op.result)
-    acc_t = _WIDE.get(t, t)
-    lsp, rsp, osp = dn.spatial(dn.lhs), dn.spatial(dn.rhs), dn.spatial(dn.out)  # type: ignore
+def _weights(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> int:
+    """The weights as [G, (w..., i), Og]: ``rhs``'s own buffer when it is [0, 1, ..., i, o]
+    of the accumulation type with one group (HWIO), else a rearranged copy."""
+    rhs = op.operand("rhs")
+    labels = list(op.attrs["dimension_numbers"].rhs)  # type: ignore[attr-defined]
+    buf = lw.buffer_of(rhs)
+    if (buf is not None and cs.groups == 1 and types.elem(rhs) == acc
+            and labels == [*(str(i) for i in range(len(labels) - 2)), "i", "o"]):
+        return buf
+    return _pack(lw, "weights", (cs.groups, cs.k, cs.out_per_group), acc,
+                 _weight_element(op, cs, acc))
+
+
+def _natural_out(op: Op) -> bool:
+    """Whether the result's layout is [b, 0, 1, ..., f] (the gemm's [M, O] as it is)."""
+    out = op.attrs["dimension_numbers"].out  # type: ignore[attr-defined]
+    return list(out) == ["b", *(str(i) for i in range(len(out) - 2)), "f"]
+
+
+def _pack(lw: FuncLowering, hint: str, shape: tuple[int, int, int], dtype: str,
+          element: Element) -> int:
+    """A new row-major buffer of ``shape`` with ``element(k, f, idx)`` at every index."""
+    n = prod(shape)
+    out = lw.new_buffer(dtype, shape)
+    with lw.kernel(hint) as (k, f):
+        with k.elements(n) as i:
+            k.store(element(k, f, k.delinearize(i, shape)), out, dtype, n, i)
+    lw.launch_last(num_groups(n))
+    return out
+
+
+def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
+    """patches[g, (b, x...), (w..., i)] = the lhs element under kernel tap w, or 0."""
+    lhs = op.operand("lhs")
+    dn = op.attrs["dimension_numbers"]
+    ls = types.shape(lhs)
+    lsp = dn.spatial(dn.lhs)  # type: ignore[attr-defined]
     nsp = len(lsp)
     strides = _ints(op, "window_strides", nsp, 1)
     ldil, rdil = _ints(op, "lhs_dilation", nsp, 1), _ints(op, "rhs_dilation", nsp, 1)
     reverse = op.attr("window_reversal") or [False] * nsp
     pad = _padding(op, nsp)
-    groups = int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
-    n_in = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
-    n_out = rs[dn.rhs.index("o")]  # type: ignore[attr-defined]
-    o = oidx[dn.out.index("f")]  # type: ignore[attr-defined]
-    g = k.idiv(o, n_out // groups) if groups > 1 else 0
-    window = [rs[d] for d in rsp]
-    zero = k.const(0.0 if acc_t[0] in "fb" else (0j if acc_t[0] == "c" else 0), acc_t)
-    with k.loop(0, n_in * prod(window), [zero], [acc_t]) as loop:
-        parts = k.delinearize(loop.var, [n_in, *window])
-        fi, kw = parts[0], parts[1:]
+
+    def element(k: KernelBuilder, f: Fused, idx: list[IndexExpr]) -> str:
+        g, m, kk = idx
+        b, *xs = k.delinearize(m, [cs.out_batch, *cs.out_spatial])
+        *ws, fi = k.delinearize(kk, [*cs.window, cs.in_features])
         lidx: list[IndexExpr] = [0] * len(ls)
-        ridx: list[IndexExpr] = [0] * len(rs)
-        lidx[dn.lhs.index("b")] = oidx[dn.out.index("b")]  # type: ignore[attr-defined]
-        lidx[dn.lhs.index("f")] = k.iadd(k.imul(g, n_in), fi)  # type: ignore[attr-defined]
-        ridx[dn.rhs.index("i")], ridx[dn.rhs.index("o")] = fi, o  # type: ignore[attr-defined]
+        grouped = k.imul(g, cs.out_batch if not cs.feature_groups else cs.in_features)
+        lidx[dn.lhs.index("b")] = b if cs.feature_groups else k.iadd(grouped, b)  # type: ignore
+        lidx[dn.lhs.index("f")] = k.iadd(grouped, fi) if cs.feature_groups else fi  # type: ignore
         ok = k.const(True, "i1")
         for s in range(nsp):
-            kk = k.isub(window[s] - 1, kw[s]) if reverse[s] else kw[s]
-            ridx[rsp[s]] = kw[s]
-            p = k.idx(k.isub(k.iadd(k.imul(oidx[osp[s]], strides[s]), k.imul(kk, rdil[s])),
+            tap = k.isub(cs.window[s] - 1, ws[s]) if reverse[s] else ws[s]
+            p = k.idx(k.isub(k.iadd(k.imul(xs[s], strides[s]), k.imul(tap, rdil[s])),
                              pad[s][0]))
             q = k.arith("div", p, k.idx(ldil[s]), "index") if ldil[s] > 1 else p
-            conds = [k.cmp("ge", p, k.idx(0), "index"), k.cmp("lt", q, k.idx(ls[lsp[s]]),
-                                                               "index")]
+            conds = [k.cmp("ge", p, k.idx(0), "index"),
+                     k.cmp("lt", q, k.idx(ls[lsp[s]]), "index")]
             if ldil[s] > 1:
-                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(ldil[s]), "index"), k.idx(0),
-                                   "index"))
+                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(ldil[s]), "index"),
+                                   k.idx(0), "index"))
             for c in conds:
                 ok = k.arith("and", ok, c, "i1")
             lidx[lsp[s]] = k.select(conds[0], q, k.idx(0), "index")
-        acc = loop.carried[0]
+        return k.branch(ok, acc, lambda: k.cast(f.value(lhs, lidx), types.elem(lhs), acc),
+                        lambda: k.const(_zero(acc), acc))
 
-        def term() -> str:
-            x = k.cast(f.value(lhs, lidx), types.elem(lhs), acc_t)  # type: ignore
-            w = k.cast(f.value(rhs, ridx), types.elem(rhs), acc_t)  # type: ignore
-            return k.arith("add", acc, k.arith("mul", x, w, acc_t), acc_t)
+    return element
 
-        loop.yields = [k.branch(ok, acc_t, term, lambda: acc)]
-    return loop.results[0]
+
+def _weight_element(op: Op, cs: ConvShape, acc: str) -> Element:
+    """weights[g, (w..., i), o] = rhs[w..., i, g * Og + o]."""
+    rhs = op.operand("rhs")
+    dn = op.attrs["dimension_numbers"]
+    rsp = dn.spatial(dn.rhs)  # type: ignore[attr-defined]
+
+    def element(k: KernelBuilder, f: Fused, idx: list[IndexExpr]) -> str:
+        g, kk, o = idx
+        *ws, fi = k.delinearize(kk, [*cs.window, cs.in_features])
+        ridx: list[IndexExpr] = [0] * len(types.shape(rhs))
+        ridx[dn.rhs.index("i")] = fi  # type: ignore[attr-defined]
+        ridx[dn.rhs.index("o")] = k.iadd(k.imul(g, cs.out_per_group), o)  # type: ignore
+        for s, d in enumerate(rsp):
+            ridx[d] = ws[s]
+        return k.cast(f.value(rhs, ridx), types.elem(rhs), acc)
+
+    return element
+
+
+def _unpack(lw: FuncLowering, op: Op, cs: ConvShape, c: int, out: int) -> None:
+    """out[b, o, x...] = c[o / Og, (b, x...), o % Og], converted to the result type."""
+    dn = op.attrs["dimension_numbers"]
+    t, acc = types.elem(op.result), _WIDE.get(types.elem(op.result), types.elem(op.result))
+    shape = types.shape(op.result)
+    n = prod(shape)
+    osp = dn.spatial(dn.out)  # type: ignore[attr-defined]
+    with lw.kernel("conv_out") as (k, _):
+        with k.elements(n) as i:
+            idx = k.delinearize(i, shape)
+            o = idx[dn.out.index("f")]  # type: ignore[attr-defined]
+            m = k.linear([idx[dn.out.index("b")], *(idx[d] for d in osp)],  # type: ignore
+                         [cs.out_batch, *cs.out_spatial])
+            at = k.linear([k.idiv(o, cs.out_per_group), m, k.irem(o, cs.out_per_group)],
+                          [cs.groups, cs.m, cs.out_per_group])
+            x = k.load(c, acc, cs.groups * cs.m * cs.out_per_group, at)
+            k.store(k.cast(x, acc, t), out, t, n, i)
+    lw.launch_last(num_groups(n))
+
+
+def _zero(t: str) -> object:
+    return 0j if t[0] == "c" else (0.0 if t[0] in "fb" else 0)

@@ -10,8 +10,9 @@ from math import prod
 
 from frontend.ir.core import Op
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.builder import IndexExpr, num_groups
 from frontend.lower.driver import FuncLowering
+from frontend.lower.reduce_coop import columns, cooperative, element_index
 from frontend.lower.registry import kernel
 
 SPLIT_MIN = 4096
@@ -30,29 +31,36 @@ def reduce(lw: FuncLowering, op: Op) -> None:
     length = prod(in_shape[d] for d in dims)
     outs = [lw.buffer_for(r) for r in op.results]
     n = prod(types.shape(op.results[0]))
-    if length >= SPLIT_MIN and n * SLICES <= 65536:
+    if _cooperates(in_shape, dims, n, length):
+        cooperative(lw, op, dims, outs)
+    elif length >= SPLIT_MIN and n * SLICES <= 65536:
         chunk = -(-length // SLICES)
         slices = -(-length // chunk)  # every slice non-empty
         partials = _partials(lw, op, dims, (length, chunk, slices))
         _fold_partials(lw, op, partials, outs, slices)
+    elif len(in_shape) - 1 not in dims and _columns(n) > 1:
+        columns(lw, op, dims, outs, _columns(n))
     else:
         _sequential(lw, op, dims, outs)
     for r, out in zip(op.results, outs, strict=True):
         lw.bind(r, out)
 
 
-def _element_index(k: KernelBuilder, op: Op, dims: list[int], oidx: list[IndexExpr],
-                   r: IndexExpr) -> list[IndexExpr]:
-    """The input index of reduced position ``r`` (row-major over ``dims``) of output
-    ``oidx``."""
-    in_shape = types.shape(op.operand_group("inputs")[0])
-    kept = [d for d in range(len(in_shape)) if d not in dims]
-    full: list[IndexExpr] = [0] * len(in_shape)
-    for d, e in zip(kept, oidx, strict=True):
-        full[d] = e
-    for d, e in zip(dims, k.delinearize(r, [in_shape[d] for d in dims]), strict=True):
-        full[d] = e
-    return full
+def _cooperates(in_shape: list[int], dims: list[int], n: int, length: int) -> bool:
+    """Whether a work-group should fold each output: long enough reductions that read
+    contiguously (the innermost dimension is reduced) or have few outputs."""
+    if length < COOP_MIN:
+        return False
+    return len(in_shape) - 1 in dims or n <= 64
+
+
+def _columns(n: int) -> int:
+    """Consecutive outputs per work-item when the innermost dimension is kept."""
+    return next((v for v in (16, 8, 4) if n % v == 0 and n >= 4 * v), 1)
+
+
+COOP_MIN = 128
+"""Reductions at least this long may run cooperatively (see ``reduce_coop``)."""
 
 
 def _sequential(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> None:
@@ -66,7 +74,7 @@ def _sequential(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> N
             oidx = k.delinearize(i, out_shape)
             accs = [f.value(v, []) for v in inits]
             with k.loop(0, prod(in_shape[d] for d in dims), accs, ts) as loop:
-                full = _element_index(k, op, dims, oidx, loop.var)
+                full = element_index(k, op, dims, oidx, loop.var)
                 xs = [f.value(v, full) for v in inputs]
                 loop.yields = f.body(op.regions[0].block, loop.carried + xs)
             for r, out, t in zip(loop.results, outs, ts, strict=True):
@@ -91,9 +99,9 @@ def _partials(lw: FuncLowering, op: Op, dims: list[int],
             end = k.iadd(lo, chunk)
             hi = k.select(k.cmp("lt", k.idx(end), k.idx(length), "index"), k.idx(end),
                           k.idx(length), "index")
-            firsts = [f.value(v, _element_index(k, op, dims, oidx, lo)) for v in inputs]
+            firsts = [f.value(v, element_index(k, op, dims, oidx, lo)) for v in inputs]
             with k.loop(k.iadd(lo, 1), hi, firsts, ts) as loop:
-                xs = [f.value(v, _element_index(k, op, dims, oidx, loop.var)) for v in inputs]
+                xs = [f.value(v, element_index(k, op, dims, oidx, loop.var)) for v in inputs]
                 f.bound.clear()
                 loop.yields = f.body(op.regions[0].block, loop.carried + xs)
             for r, buf, t in zip(loop.results, bufs, ts, strict=True):

@@ -11,7 +11,7 @@ from math import prod
 
 from frontend.ir.core import Op, Value
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import elemental, kernel
@@ -102,25 +102,61 @@ def dynamic_update_slice(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
                     lambda: f.value(op.operand("operand"), idx))
 
 
+OWNERS = 4
+"""Work-groups that split the result of a scatter with possibly repeated indices."""
+OWNED_MIN = 4096
+"""Results at least this large (with as many updates) are split among ``OWNERS``."""
+
+
 @kernel("stablehlo.scatter")
 def scatter(lw: FuncLowering, op: Op) -> None:
-    """Copy the inputs to the results, then apply every update in order (one work-item)."""
+    """Copy the inputs to the results, then apply the updates.
+
+    With ``unique_indices`` every update element has its own target: one work-item per
+    update element.  Otherwise the updates must apply in order per target, so the result
+    is split among ``OWNERS`` work-groups (one work-item each) that scan all updates in
+    order and apply those landing in their part (exact for any update computation), or,
+    when small, one work-item applies all."""
     outs = [lw.buffer_for(r) for r in op.results]
     for v, out in zip(op.operand_group("inputs"), outs, strict=True):
         lw.compute_into(v, out)
-    updates = op.operand_group("updates")
-    ushape = types.shape(updates[0])
-    with lw.kernel("scatter") as (k, f):
-        one = k.const(1, "index")
-        with k.block(f"foreach %one_item = {k.idx(0)}, {one} : index {{"):
-            with k.loop(0, prod(ushape), [], []) as loop:
-                _apply_update(f, op, outs, k.delinearize(loop.var, ushape))
-    lw.launch_last(1)
+    ushape = types.shape(op.operand_group("updates")[0])
+    nu, n = prod(ushape), prod(types.shape(op.results[0]))
+    if nu and op.attr("unique_indices", False) is True:
+        with lw.kernel("scatter_unique") as (k, f):
+            with k.elements(nu) as i:
+                _apply_update(f, op, outs, k.delinearize(i, ushape))
+        lw.launch_last(num_groups(nu))
+    else:
+        owners = OWNERS if n >= OWNED_MIN and nu >= OWNED_MIN else 1
+        _owned_scatter(lw, op, outs, owners)
     for r, out in zip(op.results, outs, strict=True):
         lw.bind(r, out)
 
 
-def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr]) -> None:
+def _owned_scatter(lw: FuncLowering, op: Op, outs: list[int], owners: int) -> None:
+    """Work-group g applies, in order, the updates whose target lies in its part."""
+    ushape = types.shape(op.operand_group("updates")[0])
+    part = -(-prod(types.shape(op.results[0])) // owners)
+    with lw.kernel("scatter") as (k, f):
+        owned = None
+        if owners > 1:
+            lo = k.imul(k.emit("group_id", "g"), part)
+            owned = (k.idx(lo), k.idx(k.iadd(lo, part)))
+        with k.block(f"foreach %one_item = {k.idx(0)}, {k.idx(1)} : index {{"):
+            with k.loop(0, prod(ushape), [], []) as loop:
+                _apply_update(f, op, outs, k.delinearize(loop.var, ushape), owned)
+    lw.launch_last(owners)
+
+
+def _owns(k: KernelBuilder, at: IndexExpr, owned: tuple[str, str]) -> str:
+    x = k.idx(at)
+    return k.arith("and", k.cmp("ge", x, owned[0], "index"), k.cmp("lt", x, owned[1], "index"),
+                   "i1")
+
+
+def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr],
+                  owned: tuple[str, str] | None = None) -> None:
     a = "scatter_dimension_numbers"
     uwd, iwd = _field(op, a, "update_window_dims"), _field(op, a, "inserted_window_dims")
     ibd, sibd = _field(op, a, "input_batching_dims"), _field(op, a, "scatter_indices_batching_dims")
@@ -138,7 +174,10 @@ def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr]) -> N
         if d not in iwd and d not in ibd:
             e = k.iadd(e, next(window))
         ridx.append(e)
-    with k.block(f"if {_in_bounds(k, ridx, shape)} {{"):
+    ok = _in_bounds(k, ridx, shape)
+    if owned is not None:
+        ok = k.arith("and", ok, _owns(k, k.linear(ridx, shape), owned), "i1")
+    with k.block(f"if {ok} {{"):
         at = k.linear(ridx, shape)
         n = prod(shape)
         ts = [types.elem(r) for r in op.results]
@@ -172,6 +211,10 @@ def select_and_scatter(lw: FuncLowering, op: Op) -> None:
     strides = _ints(op, "window_strides", rank, 1)
     pad = _padding(op, rank)
     out = lw.buffer_for(op.result)
+    if prod(-(-w // st) for w, st in zip(window, strides, strict=True)) <= GATHER_MAX:
+        _gathered_select_and_scatter(lw, op, out, (window, strides, [p[0] for p in pad]))
+        lw.bind(op.result, out)
+        return
     with lw.kernel("fill") as (k, f):
         with k.elements(n) as i:
             k.store(f.value(op.operand("init_value"), []), out, t, n, i)
@@ -190,6 +233,66 @@ def select_and_scatter(lw: FuncLowering, op: Op) -> None:
                     k.store(new, out, t, n, at)
     lw.launch_last(1)
     lw.bind(op.result, out)
+
+
+GATHER_MAX = 4
+"""select_and_scatter runs per result element when an element lies in at most this many
+windows."""
+
+
+def _gathered_select_and_scatter(lw: FuncLowering, op: Op, out: int,
+                                 geometry: tuple[list[int], list[int], list[int]]) -> None:
+    """One work-item per result element: fold init with the source elements (in source
+    order) whose window contains the element and selects it.  Same order per element as
+    the sequential definition, so exact for any scatter computation."""
+    window, strides, pad_lo = geometry
+    operand, source = op.operand("operand"), op.operand("source")
+    shape, sshape = types.shape(operand), types.shape(source)
+    n, t = prod(shape), types.elem(op.result)
+    cands = [-(-w // st) for w, st in zip(window, strides, strict=True)]
+    with lw.kernel("select_and_scatter") as (k, f):
+        with k.elements(n) as i:
+            xidx = k.delinearize(i, shape)
+            lows = [_first_window(k, x, w, st, p)
+                    for x, w, st, p in zip(xidx, window, strides, pad_lo, strict=True)]
+            init = f.value(op.operand("init_value"), [])
+            with k.loop(0, prod(cands), [init], [t]) as loop:
+                sidx = [k.iadd(lo, c) for lo, c in zip(lows, k.delinearize(loop.var, cands),
+                                                       strict=True)]
+                acc = loop.carried[0]
+                ok = k.const(True, "i1")
+                for x, s_, st, p, w, ns in zip(xidx, sidx, strides, pad_lo, window, sshape,
+                                               strict=True):
+                    start = k.isub(k.imul(s_, st), p)
+                    ok = k.arith("and", ok, k.cmp("lt", k.idx(s_), k.idx(ns), "index"), "i1")
+                    ok = k.arith("and", ok, k.cmp("le", k.idx(start), k.idx(x), "index"), "i1")
+                    ok = k.arith("and", ok, k.cmp("lt", k.idx(x), k.idx(k.iadd(start, w)),
+                                                  "index"), "i1")
+
+                def combine(sidx: list[IndexExpr] = sidx, acc: str = acc) -> str:
+                    start = [k.isub(k.imul(s_, st), p)
+                             for s_, st, p in zip(sidx, strides, pad_lo, strict=True)]
+                    have, at, _ = _select_in_window(f, op, operand, start, window, t)
+                    hit = k.arith("and", have, k.cmp("eq", at, k.idx(i), "index"), "i1")
+
+                    def apply() -> str:
+                        f.bound.clear()
+                        return f.body(op.regions[1].block, [acc, f.value(source, sidx)])[0]
+
+                    return k.branch(hit, t, apply, lambda: acc)
+
+                loop.yields = [k.branch(ok, t, combine, lambda acc=acc: acc)]
+            k.store(loop.results[0], out, t, n, i)
+    lw.launch_last(_groups(n))
+
+
+def _first_window(k: KernelBuilder, x: IndexExpr, w: int, st: int, p: int) -> IndexExpr:
+    """The first source position whose window (start s * st - p, size w) can hold x:
+    max(0, ceil((x + p - w + 1) / st))."""
+    num = k.idx(k.iadd(x, p - w + 1))
+    positive = k.cmp("gt", num, k.idx(0), "index")
+    safe = k.select(positive, num, k.idx(0), "index")
+    return k.idx(k.idiv(k.iadd(safe, st - 1), st))
 
 
 def _groups(n: int) -> int:

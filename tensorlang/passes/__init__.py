@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from tensorlang.ir.core import Program
 from tensorlang.passes.check_bounds import CheckBounds
+from tensorlang.passes.dce import DeadCodeElimination
 from tensorlang.passes.insert_barrier import InsertBarrier
 from tensorlang.passes.lower_half_blas import LowerHalfBlas
 from tensorlang.passes.manager import Pass, parse_pipeline, run_passes
 
 REGISTRY: dict[str, type[Pass]] = {cls.name: cls for cls in (CheckBounds, InsertBarrier,
-                                                             LowerHalfBlas)}
+                                                             LowerHalfBlas,
+                                                             DeadCodeElimination)}
 """Pass name -> pass class."""
 
 DEFAULT_PIPELINE = "check-bounds,lower-half-blas,insert-barrier"
