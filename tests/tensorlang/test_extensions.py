@@ -13,19 +13,15 @@ from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import MATH_FNS, OPS
 from tensorlang.ir.types import C32, F16, F32, I1, I32, INDEX, U16
 from tensorlang.verify.rules import CHECKS
+from tests.tensorlang.verify_helpers import error_of, wrap
 
 HEAD = ("func @k(%i: i32, %u: u32, %l: u64, %h: f16, %g: bf16, %x: f32, %d: f64, %z: c32, "
         "%b: i1, %n: index) {")
 
 
 def prog(*body: str) -> str:
-    return "\n".join([HEAD, *("  " + line for line in body), "}"]) + "\n"
-
-
-def error_of(text: str) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        tensorlang.parse(text, "k.tl")
-    return info.value
+    """``body`` inside this file's kernel header."""
+    return wrap(HEAD, *body)
 
 
 def _roundtrip(text: str) -> None:

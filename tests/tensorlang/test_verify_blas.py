@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tensorlang
-from tensorlang.diagnostics import CompileError
+from tests.tensorlang.verify_helpers import error_of, opcode_col, wrap
 
 ARGS = {
     "a": "f32", "d": "f64", "c": "c32", "b": "i1",
@@ -25,18 +25,8 @@ def blas(op: str, *names: str) -> str:
 
 
 def prog(*body: str) -> str:
-    return "\n".join([HEAD, *("  " + line for line in body), "}"]) + "\n"
-
-
-def opcode_col(line: str) -> int:
-    """The column of the opcode of ``line`` indented by two (after ``%r = ``)."""
-    return 3 + (line.index("= ") + 2 if line.startswith("%") else 0)
-
-
-def error_of(text: str) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        tensorlang.parse(text, "k.tl")
-    return info.value
+    """``body`` inside this file's kernel header."""
+    return wrap(HEAD, *body)
 
 
 BAD = [

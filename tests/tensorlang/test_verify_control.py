@@ -9,6 +9,7 @@ from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS
 from tensorlang.ir.types import F32, I1, I32, INDEX, MemRefType, Type
+from tests.tensorlang.verify_helpers import error_of, wrap
 
 HEAD = ("func @k(%i: i32, %x: f32, %b: i1, %n: index, %A: memref<f32x8x8>, "
         "%v: memref<f32x8>) {")
@@ -16,13 +17,8 @@ GEMM = "gemm.n.n %x, %A, %A, %x, %A : f32, memref<f32x8x8>, memref<f32x8x8>, f32
 
 
 def prog(*body: str) -> str:
-    return "\n".join([HEAD, *("  " + line for line in body), "}"]) + "\n"
-
-
-def error_of(text: str) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        tensorlang.parse(text, "k.tl")
-    return info.value
+    """``body`` inside this file's kernel header."""
+    return wrap(HEAD, *body)
 
 
 BAD = [

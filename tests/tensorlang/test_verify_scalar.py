@@ -9,23 +9,14 @@ from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS, ArithOp, CmpCond
 from tensorlang.ir.types import C32, F32, I1, I32, Type
+from tests.tensorlang.verify_helpers import error_of, opcode_col, wrap
 
 HEAD = "func @k(%i: i32, %j: i64, %x: f32, %z: c32, %b: i1, %n: index) {"
 
 
 def prog(*body: str) -> str:
-    return "\n".join([HEAD, *("  " + line for line in body), "}"]) + "\n"
-
-
-def opcode_col(line: str) -> int:
-    """The column of the opcode of ``line`` indented by two (after ``%r = ``)."""
-    return 3 + (line.index("= ") + 2 if line.startswith("%") else 0)
-
-
-def error_of(text: str) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        tensorlang.parse(text, "k.tl")
-    return info.value
+    """``body`` inside this file's kernel header."""
+    return wrap(HEAD, *body)
 
 
 BAD = [

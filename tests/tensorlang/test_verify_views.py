@@ -9,6 +9,7 @@ from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS, Slice
 from tensorlang.ir.types import F32, F64, INDEX, AddressSpace, GroupType, MemRefType, Type
+from tests.tensorlang.verify_helpers import error_of, opcode_col, wrap
 
 HEAD = ("func @k(%M: memref<f32x16x8>, %G: group<memref<f32x4>>, %V: memref<f32x16>, "
         "%n: index, %i: i32, %x: f32, %S: memref<f32x8x16,strided<1,10>>, "
@@ -18,18 +19,8 @@ TT = "memref<f32x32x16x8>"
 
 
 def prog(*body: str) -> str:
-    return "\n".join([HEAD, *("  " + line for line in body), "}"]) + "\n"
-
-
-def opcode_col(line: str) -> int:
-    """The column of the opcode of ``line`` indented by two (after ``%r = ``)."""
-    return 3 + (line.index("= ") + 2 if line.startswith("%") else 0)
-
-
-def error_of(text: str) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        tensorlang.parse(text, "k.tl")
-    return info.value
+    """``body`` inside this file's kernel header."""
+    return wrap(HEAD, *body)
 
 
 BAD = [
