@@ -55,38 +55,41 @@ def while_(lw: FuncLowering, op: Op) -> None:
     with lw.nested() as body_steps:
         _run_into(lw, body, carry, carry)
     lw.step(While(tuple(cond_steps), pred, tuple(body_steps)))
-    for r, c in zip(op.results, carry, strict=True):
-        lw.bind(r, c)
+    _bind_results(lw, op, carry)
+
+
+def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:
+    """Buffers for ``op``'s results and the plan steps of each region writing into them."""
+    outs = _carry(lw, op.results)
+    branches = []
+    for region in op.regions:
+        with lw.nested() as steps:
+            _run_into(lw, region.block, outs)
+        branches.append(tuple(steps))
+    return outs, branches
+
+
+def _bind_results(lw: FuncLowering, op: Op, outs: list) -> None:
+    for r, out in zip(op.results, outs, strict=True):
+        lw.bind(r, out)
 
 
 @kernel("stablehlo.if")
 def if_(lw: FuncLowering, op: Op) -> None:
     """Host branch on the predicate's value."""
     pred = lw.materialize(op.operand("pred"))
-    outs = _carry(lw, op.results)
-    branches = []
-    for region in op.regions:
-        with lw.nested() as steps:
-            _run_into(lw, region.block, outs)
-        branches.append(tuple(steps))
+    outs, branches = _branches(lw, op)
     lw.step(If(pred, branches[0], branches[1]))
-    for r, out in zip(op.results, outs, strict=True):
-        lw.bind(r, out)
+    _bind_results(lw, op, outs)
 
 
 @kernel("stablehlo.case")
 def case(lw: FuncLowering, op: Op) -> None:
     """Host switch on the index (out of range runs the last branch)."""
     index = lw.materialize(op.operand("index"))
-    outs = _carry(lw, op.results)
-    branches = []
-    for region in op.regions:
-        with lw.nested() as steps:
-            _run_into(lw, region.block, outs)
-        branches.append(tuple(steps))
+    outs, branches = _branches(lw, op)
     lw.step(Case(index, tuple(branches)))
-    for r, out in zip(op.results, outs, strict=True):
-        lw.bind(r, out)
+    _bind_results(lw, op, outs)
 
 
 @kernel("func.call", "stablehlo.composite")
