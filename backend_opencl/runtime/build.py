@@ -1,8 +1,9 @@
 """Building OpenCL programs: in-memory and on-disk caches, and build failures as compiler bugs.
 
 ``build_program(device, source, options)`` returns a built ``pyopencl.Program``.  A
-program is built once per process per (device, source, options); pyopencl's binary
-cache under :func:`cache_directory` makes later processes skip the OpenCL compiler.
+program is built once per process per (device, source, options). Later processes skip
+the OpenCL compiler through a disk cache: the driver's own where it has one (PoCL,
+NVIDIA: pyopencl then defers to it), otherwise pyopencl's under :func:`cache_directory`.
 When the device's compiler rejects generated code, the source is saved and
 :class:`OpenCLBuildError` names the kernels and quotes the build log.
 """
