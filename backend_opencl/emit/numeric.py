@@ -25,10 +25,13 @@ from tensorlang.ir.types import MemRefType, ScalarType, complex_part
 
 
 class Needs(Protocol):
-    """Anything that records prelude features (the emitter's unit)."""
+    """Anything that records prelude features and helpers (the emitter's unit)."""
 
     def need(self, feature: str) -> None:
         """Require ``feature``."""
+
+    def helper(self, base: str, text: str) -> str:
+        """Register a helper function named ``@NAME@`` in ``text``; return its name."""
 
 
 def need_half(unit: Needs, t: ScalarType) -> None:
@@ -102,8 +105,36 @@ def cast(unit: Needs, a: str, src: ScalarType, dst: ScalarType) -> str:
     if dst.is_float:
         return f"(({ctype(dst)}){a})"
     if src.is_float:
-        return f"convert_{ctype(dst)}_sat_rtz({a})"
+        return f"{_saturating_helper(unit, src, dst)}({a})"
     return f"(({ctype(dst)}){a})"
+
+
+_SATURATE = """{dst} @NAME@({src} x) {{
+    if (x != x) return 0;
+    if (x >= {hi}) return {max};
+    if (x <= {lo}) return {min};
+    return ({dst})x;
+}}
+"""
+
+
+def _saturating_helper(unit: Needs, src: ScalarType, dst: ScalarType) -> str:
+    """Float to integer: truncate toward zero, saturate at the range, NaN to 0.
+
+    Written out rather than ``convert_<int>_sat_rtz``: PyPI's PoCL 3.0 gets NaN and
+    out-of-range inputs wrong with that builtin, and does not inline it.
+    """
+    real = "double" if src.name == "f64" else "float"  # f16/bf16 values compute as float
+    suffix = "" if real == "double" else "f"
+    bits, signed = dst.bits, not dst.is_unsigned
+    top = bits - 1 if signed else bits
+    long_suffix = ("L" if signed else "UL") if bits == 64 else ("" if signed else "U")
+    biggest = f"{(1 << top) - 1}{long_suffix}"
+    text = _SATURATE.format(
+        dst=ctype(dst), src=real, hi=f"0x1p{top}{suffix}",
+        lo=f"-0x1p{top}{suffix}" if signed else f"0.0{suffix}", max=biggest,
+        min=f"(-{biggest} - 1)" if signed else "0")
+    return unit.helper(f"sat_{real}_{ctype(dst)}", text)
 
 
 def _to_half(unit: Needs, a: str, src: ScalarType, dst: ScalarType) -> str:
