@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 import frontend
+from tests.frontend import corpus
 
-
-def _load_corpus():  # the tests are not a package (pytest --import-mode=importlib)
-    path = Path(__file__).parent / "corpus.py"
-    spec = importlib.util.spec_from_file_location("frontend_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_corpus = _load_corpus()
-ROOT, chunks, files, is_foreign = _corpus.ROOT, _corpus.chunks, _corpus.files, _corpus.is_foreign
-OUT_OF_SPEC = _corpus.OUT_OF_SPEC
-signature = _corpus.signature
+ROOT, chunks, files, is_foreign = corpus.ROOT, corpus.chunks, corpus.files, corpus.is_foreign
+OUT_OF_SPEC = corpus.OUT_OF_SPEC
+signature = corpus.signature
 
 pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="conformance corpus not present")
 

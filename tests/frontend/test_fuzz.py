@@ -3,30 +3,15 @@ either accepted (and printable) or rejected with a located CompileError."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import frontend
 from frontend import CompileError
+from tests.frontend import corpus
 
-
-def _load_corpus():  # the tests are not a package (pytest --import-mode=importlib)
-    path = Path(__file__).parent / "corpus.py"
-    spec = importlib.util.spec_from_file_location("frontend_test_corpus_fuzz", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_corpus = _load_corpus()
-_SMALL = [p for p in _corpus.files() if p.stat().st_size < 6000] if _corpus.ROOT.exists() else []
+_SMALL = [p for p in corpus.files() if p.stat().st_size < 6000] if corpus.ROOT.exists() else []
 _SEEDS = _SMALL[::7][:300]
 _TOKENS = ["%0", "%arg0", "%0#1", ":", ",", "(", ")", "{", "}", "[", "]", "<", ">", "->", "=",
            "tensor<2x?xf32>", "tensor<i1>", "f32", "i64", "dense<1>", 'dense<"0x01">',
