@@ -22,14 +22,19 @@ _BINARY = {
 _SIGNED = {"u8": "i8", "u16": "i16", "u32": "i32", "u64": "i64"}
 
 
+def _shr_as(f: Fused, op: Op, idx: list[IndexExpr], as_type: dict[str, str]) -> str:
+    """``shr`` computed in ``as_type[t]`` (same width), whose signedness picks the shift."""
+    a, b = f.operands(op, idx)
+    t = types.elem(op.result)
+    s = as_type.get(t, t)
+    k = f.k
+    return k.bitcast(k.arith("shr", k.bitcast(a, t, s), k.bitcast(b, t, s), s), s, t)
+
+
 @elemental("stablehlo.shift_right_arithmetic")
 def shift_right_arithmetic(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """Arithmetic right shift: shr on the signed type of the same width."""
-    a, b = f.operands(op, idx)
-    t = types.elem(op.result)
-    s = _SIGNED.get(t, t)
-    k = f.k
-    return k.bitcast(k.arith("shr", k.bitcast(a, t, s), k.bitcast(b, t, s), s), s, t)
+    return _shr_as(f, op, idx, _SIGNED)
 
 
 @elemental(*_BINARY)
@@ -172,11 +177,7 @@ _UNSIGNED = {"i8": "u8", "i16": "u16", "i32": "u32", "i64": "u64"}
 @elemental("stablehlo.shift_right_logical")
 def shift_right_logical(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """Logical right shift: shr on the unsigned type of the same width."""
-    a, b = f.operands(op, idx)
-    t = types.elem(op.result)
-    u = _UNSIGNED.get(t, t)
-    k = f.k
-    return k.bitcast(k.arith("shr", k.bitcast(a, t, u), k.bitcast(b, t, u), u), u, t)
+    return _shr_as(f, op, idx, _UNSIGNED)
 
 
 @elemental("stablehlo.bitcast_convert")
