@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ import pyopencl as cl
 from tensorlang.diagnostics import TlcError
 
 CACHE_ENV = "TLC_CACHE_DIR"
+LOG_ENV = "TLC_BUILD_LOG"
+"""Set to 1 to print the OpenCL compiler's output (warnings) of every build to stderr."""
 
 
 class OpenCLBuildError(TlcError):
@@ -81,8 +85,12 @@ def _build(device: Any, source: str, options: tuple[str, ...],
            kernel_names: tuple[str, ...]) -> Any:
     program = cl.Program(device.context, source)
     try:
-        return program.build(options=list(options), devices=[device.cl_device],
-                             cache_dir=cache_directory())
+        with warnings.catch_warnings():
+            # Warnings about generated code are tlc's business, not the user's: they are
+            # shown with TLC_BUILD_LOG=1, and a failed build quotes the whole log.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            built = program.build(options=list(options), devices=[device.cl_device],
+                                  cache_dir=cache_directory())
     except cl.Error as err:
         saved = _save_failed_source(source)
         names = ", ".join(kernel_names) or "<unknown>"
@@ -91,6 +99,16 @@ def _build(device: Any, source: str, options: tuple[str, ...],
             f"code tlc generated for kernel(s) {names}.\nThis is a bug in tlc; please report "
             f"it with the saved source.\nsource saved as: {saved}\n"
             f"build options: {' '.join(options) or '(none)'}\nbuild log:\n{err}") from None
+    if os.environ.get(LOG_ENV) == "1":
+        _print_log(built, device, kernel_names)
+    return built
+
+
+def _print_log(program: Any, device: Any, kernel_names: tuple[str, ...]) -> None:
+    log = program.get_build_info(device.cl_device, cl.program_build_info.LOG).strip()
+    if log:
+        names = ", ".join(kernel_names) or "<unknown>"
+        print(f"tlc: OpenCL build log for {names}:\n{log}", file=sys.stderr)
 
 
 def _save_failed_source(source: str) -> str:
