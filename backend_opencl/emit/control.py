@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from backend_opencl.emit.cnames import ctype
 from backend_opencl.emit.kernel import KernelEmitter, handler
+from backend_opencl.emit.loops import write_loops
+from backend_opencl.emit.target import KernelPlan
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.types import ScalarType
+from tensorlang.schedule.affine import Symbols
+from tensorlang.schedule.domains import statement
+from tensorlang.schedule.foreach import (
+    LOCAL_ID,
+    Distribution,
+    depth,
+    foreach_loops,
+    parameters,
+)
 
 
 def _results(em: KernelEmitter, inst: Instruction, inits: list[str] | None) -> list[str]:
@@ -63,21 +74,65 @@ def emit_yield(em: KernelEmitter, inst: Instruction) -> None:
         em.w.line(f"{target} = {value};")
 
 
-@handler("foreach")
+@handler("foreach", "foreach_nd")
 def emit_foreach(em: KernelEmitter, inst: Instruction) -> None:
-    """``foreach``: iterations distributed cyclically over the work-group's work-items."""
+    """``foreach`` / ``foreach_nd``: the box's points dealt to the work-items by the isl
+    schedule of :mod:`tensorlang.schedule.foreach`, scanned by isl-generated loops."""
+    syms = Symbols()
+    stmt = statement(inst, syms)
+    assert stmt is not None
+    dist = distribution(em.plan, inst)
+    names = {name: _parameter(em, syms, name) for name in parameters(stmt)}
+    if dist.work_items > 1:
+        names[LOCAL_ID] = _long_name(em, em.local_id(), "lid")
+    iterators = [em.namer.fresh(f"c{d}") for d in range(depth(stmt, dist))]
+    tree = foreach_loops(stmt, dist, names, iterators)
+    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)})
+
+
+def distribution(plan: KernelPlan, inst: Instruction | None = None) -> Distribution:
+    """How the points of foreach ``inst`` are dealt to the plan's work-items.
+
+    Cyclically (GPUs: coalesced; iteration ``lo + l`` runs on work-item ``l``) or, on
+    CPUs, in runs of ``vector_bytes`` contiguous points per work-item (vectorisable;
+    1.5-3x faster on PoCL with 16-64 work-items).  A body that asks for its work-item
+    (``subgroup_id``, ``subgroup_local_id``) keeps the cyclic mapping.
+    """
+    items = plan.num_work_items
+    runs = plan.blocked and items > 1 and not (inst is not None and _asks_work_item(inst))
+    return Distribution(items, plan.vector_bytes if runs else 1)
+
+
+def _asks_work_item(inst: Instruction) -> bool:
+    return any(n.op.is_spmd for n in inst.walk())
+
+
+def _parameter(em: KernelEmitter, syms: Symbols, name: str) -> str:
+    """A C identifier holding the value of isl parameter ``name``."""
+    if name in syms.sizes:
+        memref, mode = syms.sizes[name]
+        return _long_name(em, em.view(memref).shape[mode], "n")
+    return _long_name(em, em.scalar(syms.values[name]), "bound")
+
+
+def _long_name(em: KernelEmitter, expr: str, hint: str) -> str:
+    if expr.isidentifier():
+        return expr
+    name = em.namer.fresh(hint)
+    em.w.line(f"const long {name} = {expr};")
+    return name
+
+
+def _point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...]) -> None:
+    """The body at ``point`` (the loop variables bound to its coordinates)."""
     t: ScalarType = inst.attr("loop_type")
-    lo, hi = em.scalar(inst.operand("from")), em.scalar(inst.operand("to"))
     body = inst.regions[0]
-    var = em.namer.fresh(body.args[0].name or "i")
-    em.env[body.args[0]] = var
-    items = em.plan.num_work_items
-    lid = em.local_id()
-    cast = "" if ctype(t) == "long" else f"({ctype(t)})"
-    start = lo if lid == "0" else f"{lo} + {cast}{lid}"
-    inc = f"++{var}" if items == 1 else f"{var} += {items}"
-    with em.w.block(f"for ({ctype(t)} {var} = {start}; {var} < {hi}; {inc})"):
-        em.region(body)
+    for arg, coord in zip(body.args, point, strict=True):
+        if ctype(t) == "long" and coord.isidentifier():
+            em.env[arg] = coord
+        else:
+            em.define(arg, f"({ctype(t)})({coord})", arg.name or "i")
+    em.region(body)
 
 
 @handler("parallel")
@@ -96,36 +151,3 @@ def emit_barrier(em: KernelEmitter, inst: Instruction) -> None:
     if inst.attr("fence_global"):
         flags.append("CLK_GLOBAL_MEM_FENCE")
     em.w.line(f"barrier({' | '.join(flags) or 'CLK_LOCAL_MEM_FENCE'});")
-
-
-@handler("foreach_nd")
-def emit_foreach_nd(em: KernelEmitter, inst: Instruction) -> None:
-    """``foreach (%i, %j, ...)``: the box's linear index is distributed cyclically over the
-    work-items and decomposed with the first mode fastest (contiguous for column-major)."""
-    t: ScalarType = inst.attr("loop_type")
-    lows = [em.scalar(v) for v in inst.operand("from")]
-    highs = [em.scalar(v) for v in inst.operand("to")]
-    extents = []
-    for k, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
-        extent = em.namer.fresh(f"extent{k}")
-        em.w.line(f"const long {extent} = {hi} > {lo} ? (long)({hi}) - (long)({lo}) : 0;")
-        extents.append(extent)
-    total = em.namer.fresh("total")
-    em.w.line(f"const long {total} = {' * '.join(extents)};")
-    body = inst.regions[0]
-    linear = em.namer.fresh("linear")
-    items = em.plan.num_work_items
-    inc = f"++{linear}" if items == 1 else f"{linear} += {items}"
-    with em.w.block(f"for (long {linear} = {em.local_id()}; {linear} < {total}; {inc})"):
-        rest = linear
-        for k, (arg, lo, extent) in enumerate(zip(body.args, lows, extents, strict=True)):
-            var = em.namer.fresh(arg.name or f"i{k}")
-            last = k == len(extents) - 1
-            offset = rest if last else f"{rest} % {extent}"
-            em.w.line(f"const {ctype(t)} {var} = ({ctype(t)})({lo} + {offset});")
-            em.env[arg] = var
-            if not last:
-                quotient = em.namer.fresh(f"rest{k}")
-                em.w.line(f"const long {quotient} = {rest} / {extent};")
-                rest = quotient
-        em.region(body)

@@ -10,16 +10,17 @@ from __future__ import annotations
 from tensorlang.ir.core import Program
 from tensorlang.passes.check_bounds import CheckBounds
 from tensorlang.passes.dce import DeadCodeElimination
+from tensorlang.passes.fuse_loops import FuseLoops
 from tensorlang.passes.insert_barrier import InsertBarrier
 from tensorlang.passes.lower_half_blas import LowerHalfBlas
 from tensorlang.passes.manager import Pass, parse_pipeline, run_passes
 
 REGISTRY: dict[str, type[Pass]] = {cls.name: cls for cls in (CheckBounds, InsertBarrier,
-                                                             LowerHalfBlas,
+                                                             LowerHalfBlas, FuseLoops,
                                                              DeadCodeElimination)}
 """Pass name -> pass class."""
 
-DEFAULT_PIPELINE = "check-bounds,lower-half-blas,insert-barrier"
+DEFAULT_PIPELINE = "check-bounds,lower-half-blas,fuse-loops,insert-barrier"
 """What the OpenCL back end runs before code generation."""
 
 __all__ = ["DEFAULT_PIPELINE", "REGISTRY", "Pass", "parse_pipeline", "run_pipeline"]

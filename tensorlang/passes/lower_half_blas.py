@@ -13,17 +13,15 @@ converts once to the element type.  ``.atomic`` is not lowered (the back end rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tensorlang.diagnostics import Loc
-from tensorlang.ir import infer
 from tensorlang.ir.core import Instruction, Program, Region, Value
-from tensorlang.ir.ops import OPS, ArithOp, CmpCond, Transpose
+from tensorlang.ir.ops import ArithOp, CmpCond, Transpose
 from tensorlang.ir.types import F32, INDEX, MemRefType, ScalarType
 from tensorlang.passes.manager import Pass
+from tensorlang.passes.rewrite import InstructionBuilder
 
 Body = Callable[["_Builder", list[Value]], Value]
 """(builder, output indices) -> the f32 value before scaling by alpha."""
@@ -62,52 +60,25 @@ def _applies(inst: Instruction) -> bool:
     return isinstance(alpha, ScalarType) and alpha.is_half
 
 
-class _Builder:
-    """Appends new instructions (located at the BLAS instruction) to nested regions."""
-
-    def __init__(self, loc: Loc) -> None:
-        self.loc = loc
-        self.stack: list[Region] = [Region()]
-
-    def op(self, name: str, operands: dict[str, object], attrs: dict[str, object],
-           regions: list[Region] | None = None) -> list[Value]:
-        inst = Instruction(OPS[name], dict(operands), dict(attrs), regions=regions or [],
-                           loc=self.loc)
-        inst.results = [Value(t, "", self.loc, inst) for t in infer.result_types(inst)]
-        self.stack[-1].append(inst)
-        return inst.results
-
-    def one(self, name: str, operands: dict[str, object], attrs: dict[str, object]) -> Value:
-        return self.op(name, operands, attrs)[0]
-
-    def const(self, value: object, t: ScalarType) -> Value:
-        return self.one("constant", {}, {"value": value, "type": t})
-
-    @contextmanager
-    def region(self, args: list[Value]) -> Iterator[Region]:
-        self.stack.append(Region(args=args))
-        try:
-            yield self.stack[-1]
-        finally:
-            self.stack.pop()
+class _Builder(InstructionBuilder):
+    """Builds the f32 loops of a 16-bit BLAS instruction."""
 
     def to_f32(self, value: Value) -> Value:
+        """``value`` cast to f32."""
         return self.one("cast", {"a": value}, {"from_type": value.type, "to_type": F32})
 
-    def load(self, memref: Value, indices: list[Value]) -> Value:
-        x = self.one("load", {"operand": memref, "indices": indices}, {"type": memref.type})
-        return self.to_f32(x)
+    def load_f32(self, memref: Value, indices: list[Value]) -> Value:
+        """``memref[indices]`` as f32."""
+        return self.to_f32(self.load(memref, indices))
 
-    def arith(self, op: str, a: Value, b: Value) -> Value:
-        return self.one("arith", {"a": a, "b": b}, {"op": ArithOp(op), "type": F32})
-
-    def size(self, memref: Value, mode: int) -> Value:
-        return self.one("size", {"operand": memref}, {"mode": mode, "type": memref.type})
+    def f32(self, op: str, a: Value, b: Value) -> Value:
+        """``a op b`` in f32."""
+        return self.arith(ArithOp(op), a, b, F32)
 
 
 def _op_at(b: _Builder, x: Value, trans: Transpose | None, i: Value, k: Value) -> Value:
     """op(X)[i, k] as f32."""
-    return b.load(x, [k, i] if trans is Transpose.T else [i, k])
+    return b.load_f32(x, [k, i] if trans is Transpose.T else [i, k])
 
 
 def _op_size(b: _Builder, x: Value, trans: Transpose | None, mode: int) -> Value:
@@ -119,7 +90,7 @@ def _reduce(b: _Builder, count: Value, term: Callable[[Value], Value]) -> Value:
     zero, acc0 = b.const(0, INDEX), b.const(0.0, F32)
     k, acc = Value(INDEX, "k", b.loc), Value(F32, "acc", b.loc)
     with b.region([k, acc]) as body:
-        total = b.arith("add", acc, term(k))
+        total = b.f32("add", acc, term(k))
         b.op("yield", {"values": [total]}, {"types": (F32,)})
     return b.op("for", {"from": zero, "to": count, "step": None, "init": [acc0]},
                 {"loop_type": INDEX}, [body])[0]
@@ -128,22 +99,22 @@ def _reduce(b: _Builder, count: Value, term: Callable[[Value], Value]) -> Value:
 def _gemm(b: _Builder, inst: Instruction) -> Body:
     a, bm, ta, tb = inst.A, inst.B, inst.attr("trans_a"), inst.attr("trans_b")
     depth = _op_size(b, a, ta, 1)
-    return lambda b, ij: _reduce(b, depth, lambda k: b.arith(
+    return lambda b, ij: _reduce(b, depth, lambda k: b.f32(
         "mul", _op_at(b, a, ta, ij[0], k), _op_at(b, bm, tb, k, ij[1])))
 
 
 def _gemv(b: _Builder, inst: Instruction) -> Body:
     a, x, ta = inst.A, inst.B, inst.attr("trans_a")
     depth = _op_size(b, a, ta, 1)
-    return lambda b, i: _reduce(b, depth, lambda k: b.arith(
-        "mul", _op_at(b, a, ta, i[0], k), b.load(x, [k])))
+    return lambda b, i: _reduce(b, depth, lambda k: b.f32(
+        "mul", _op_at(b, a, ta, i[0], k), b.load_f32(x, [k])))
 
 
 def _sum(b: _Builder, inst: Instruction) -> Body:
     a, ta = inst.A, inst.attr("trans_a")
     if a.type.order == 1:
         count = b.size(a, 0)
-        return lambda b, i: _reduce(b, count, lambda k: b.load(a, [k]))
+        return lambda b, i: _reduce(b, count, lambda k: b.load_f32(a, [k]))
     depth = _op_size(b, a, ta, 1)
     return lambda b, i: _reduce(b, depth, lambda k: _op_at(b, a, ta, i[0], k))
 
@@ -152,15 +123,15 @@ def _axpby(b: _Builder, inst: Instruction) -> Body:
     a, ta = inst.A, inst.attrs.get("trans_a")
     if a.type.order == 2:
         return lambda b, ij: _op_at(b, a, ta, ij[0], ij[1])
-    return lambda b, idx: b.load(a, list(idx))
+    return lambda b, idx: b.load_f32(a, list(idx))
 
 
 _BODIES: dict[str, Callable[[_Builder, Instruction], Body]] = {
     "gemm": _gemm, "gemv": _gemv, "sum": _sum, "axpby": _axpby,
-    "ger": lambda b, inst: lambda b, ij: b.arith("mul", b.load(inst.A, [ij[0]]),
-                                                 b.load(inst.B, [ij[1]])),
-    "hadamard_product": lambda b, inst: lambda b, i: b.arith("mul", b.load(inst.A, i),
-                                                              b.load(inst.B, i)),
+    "ger": lambda b, inst: lambda b, ij: b.f32("mul", b.load_f32(inst.A, [ij[0]]),
+                                                 b.load_f32(inst.B, [ij[1]])),
+    "hadamard_product": lambda b, inst: lambda b, i: b.f32("mul", b.load_f32(inst.A, i),
+                                                              b.load_f32(inst.B, i)),
 }
 _OUTPUT = {"gemm": "C", "gemv": "C", "ger": "C", "hadamard_product": "C", "axpby": "B",
            "sum": "B"}
@@ -179,12 +150,12 @@ def _lower(inst: Instruction) -> list[Instruction]:
     args = [Value(INDEX, f"i{m}", b.loc) for m in range(len(sizes))]
     with b.region(args) as loop:
         idx = args[:t.order]
-        scaled = b.arith("mul", alpha, body(b, idx))
+        scaled = b.f32("mul", alpha, body(b, idx))
         result = _plus_beta_out(b, beta_zero, scaled, beta, out, idx)
         stored = b.one("cast", {"a": result}, {"from_type": F32, "to_type": t.element})
         b.op("store", {"value": stored, "operand": out, "indices": idx}, {"type": t})
     b.op("foreach_nd", {"from": lows, "to": sizes}, {"loop_type": INDEX}, [loop])
-    return b.stack[0].instructions
+    return b.instructions
 
 
 def _plus_beta_out(b: _Builder, beta_zero: Value, scaled: Value, beta: Value, out: Value,
@@ -193,7 +164,7 @@ def _plus_beta_out(b: _Builder, beta_zero: Value, scaled: Value, beta: Value, ou
     with b.region([]) as then:
         b.op("yield", {"values": [scaled]}, {"types": (F32,)})
     with b.region([]) as other:
-        total = b.arith("add", scaled, b.arith("mul", beta, b.load(out, idx)))
+        total = b.f32("add", scaled, b.f32("mul", beta, b.load_f32(out, idx)))
         b.op("yield", {"values": [total]}, {"types": (F32,)})
     return b.op("if", {"cond": beta_zero}, {"result_types": (F32,)}, [then, other])[0]
 

@@ -1,8 +1,10 @@
 """Scalar IR values as affine expressions (isl text) over named parameters.
 
-Index arithmetic the scheduler can see through: constants, ``arith.add``/``sub``/``neg``
-and multiplication by a constant.  Anything else (a function argument, ``group_id``, a
-loop variable, a load) is an opaque parameter named after the value.
+Index arithmetic the scheduler can see through: constants, ``arith.add``/``sub``/``neg``,
+multiplication by a constant, widening integer casts and ``size`` (the memref's static
+size, or the parameter of its dynamic size, see :mod:`.views`).  Anything else (a function
+argument, ``group_id``, a loop variable, a load) is an opaque parameter named after the
+value.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ class Symbols:
     def __init__(self) -> None:
         self.names: dict[Value, str] = {}
         self.values: dict[str, Value] = {}
+        self.sizes: dict[str, tuple[Value, int]] = {}
+        """Parameters of dynamic sizes: name -> (memref value, mode)."""
         self.bound: dict[Value, str] = {}
         """Values that are iteration-domain dimensions (a foreach variable), not parameters."""
 
@@ -37,7 +41,9 @@ class Symbols:
 
     def size(self, root: Value, mode: int) -> str:
         """The parameter for a dynamic size of ``root``'s mode ``mode``."""
-        return f"{self.param(root)}_n{mode}"
+        name = f"{self.param(root)}_n{mode}"
+        self.sizes[name] = (root, mode)
+        return name
 
 
 def affine(value: Value, syms: Symbols) -> str:
@@ -49,11 +55,27 @@ def affine(value: Value, syms: Symbols) -> str:
         if inst.name == "constant" and isinstance(inst.attr("value"), int) \
                 and not isinstance(inst.attr("value"), bool):
             return str(inst.attr("value"))
+        if inst.name == "size":
+            return _size(inst, syms)
+        if inst.name == "cast" and _widens(inst):
+            return affine(inst.operand("a"), syms)
         if inst.name == "arith":
             found = _arith(inst, syms)
             if found is not None:
                 return found
     return syms.param(value)
+
+
+def _widens(cast: Instruction) -> bool:
+    """A cast between signed integer types that keeps every value (i32 -> index)."""
+    src, dst = cast.attr("from_type"), cast.attr("to_type")
+    return src.is_signed_int and dst.is_signed_int and dst.bits >= src.bits
+
+
+def _size(inst: Instruction, syms: Symbols) -> str:
+    from tensorlang.schedule.views import view  # views builds on this module
+
+    return view(inst.operand("operand"), syms).sizes[inst.attr("mode")]
 
 
 def _arith(inst: Instruction, syms: Symbols) -> str | None:
@@ -69,7 +91,8 @@ def _arith(inst: Instruction, syms: Symbols) -> str | None:
     if op is ArithOp.SUB:
         return f"({a}) - ({b})"
     if op is ArithOp.MUL and (_is_int(a) or _is_int(b)):
-        return f"({a}) * ({b})"
+        const, other = (a, b) if _is_int(a) else (b, a)
+        return f"{const} * ({other})"  # isl reads "(x) * (2)" as a syntax error
     return None
 
 

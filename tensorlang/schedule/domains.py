@@ -53,6 +53,8 @@ class Statement:
     accesses: tuple[Access, ...]
     local: frozenset[str] = frozenset()
     """Parameters that vary inside the statement (projected out of its footprints)."""
+    box: tuple[tuple[str, str], ...] = ()
+    """foreach: the (lower, upper) bound of each dimension, affine texts (``lo <= i < hi``)."""
 
     def domain(self) -> isl.Set:
         """The iteration domain ``S[dims] : constraints``."""
@@ -149,8 +151,8 @@ def _foreach(inst: Instruction, syms: Symbols) -> Statement:
     los, his = inst.operand("from"), inst.operand("to")
     los, his = (los, his) if isinstance(los, list) else ([los], [his])
     dims = ("i",) if len(los) == 1 else tuple(f"i{d}" for d in range(len(los)))
-    bounds = tuple(f"{affine(lo, syms)} <= {d} < {affine(hi, syms)}"
-                   for d, lo, hi in zip(dims, los, his, strict=True))
+    box = tuple((affine(lo, syms), affine(hi, syms)) for lo, hi in zip(los, his, strict=True))
+    bounds = tuple(f"{lo} <= {d} < {hi}" for d, (lo, hi) in zip(dims, box, strict=True))
     syms.bound.update(zip(body.args, dims, strict=False))
     try:
         accs = [_element_access(nested, syms) for nested in body.walk()
@@ -159,7 +161,7 @@ def _foreach(inst: Instruction, syms: Symbols) -> Statement:
     finally:
         for arg in body.args:
             syms.bound.pop(arg, None)
-    return Statement("foreach", dims, bounds, tuple(accs), defined_inside(inst, syms))
+    return Statement("foreach", dims, bounds, tuple(accs), defined_inside(inst, syms), box)
 
 
 def _element_access(inst: Instruction, syms: Symbols) -> Access:

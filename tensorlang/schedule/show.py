@@ -7,15 +7,20 @@ from collections.abc import Callable
 from tensorlang.ir.core import Function, Instruction
 from tensorlang.schedule.affine import Symbols
 from tensorlang.schedule.domains import Statement, statement
+from tensorlang.schedule.foreach import Distribution, depth, foreach_loops
 from tensorlang.schedule.loops import render
 from tensorlang.schedule.tiling import TileShape, contraction_loops, distributed
 
 ShapeOf = Callable[[Instruction, Statement], TileShape | None]
 """The back end's tiling of a contraction (None: not a contraction)."""
+DistributionOf = Callable[[Instruction], Distribution]
+"""The back end's distribution of a foreach's points over the work-items."""
 
 
-def show_function(func: Function, wg: tuple[int, int], shape_of: ShapeOf) -> str:
-    """The schedule of ``func`` (after its passes) as text."""
+def show_function(func: Function, wg: tuple[int, int], shape_of: ShapeOf,
+                  foreach: DistributionOf | None = None) -> str:
+    """The schedule of ``func`` (after its passes) as text; ``foreach`` is how the back
+    end deals a foreach's points to work-items (default: cyclically over the work-group)."""
     syms = Symbols()
     lines = [f"kernel @{func.name} work_group_size({wg[0]}, {wg[1]})"]
     for inst in func.walk():
@@ -29,12 +34,13 @@ def show_function(func: Function, wg: tuple[int, int], shape_of: ShapeOf) -> str
             continue
         stmt = statement(inst, syms)
         assert stmt is not None
-        lines += _statement(inst, stmt, syms, wg, shape_of(inst, stmt))
+        dist = foreach(inst) if foreach else Distribution(wg[0] * wg[1])
+        lines += _statement(inst, stmt, wg, shape_of(inst, stmt), dist)
     return "\n".join(lines) + "\n"
 
 
-def _statement(inst: Instruction, stmt: Statement, syms: Symbols, wg: tuple[int, int],
-               shape: TileShape | None) -> list[str]:
+def _statement(inst: Instruction, stmt: Statement, wg: tuple[int, int],
+               shape: TileShape | None, dist: Distribution) -> list[str]:
     names = {v: f"%{v.name}" for v in {a.root for a in stmt.accesses}}
     out = [f"  {inst.name}   (line {inst.loc.line})", f"    domain: {stmt.domain()}"]
     for acc in stmt.accesses:
@@ -50,19 +56,16 @@ def _statement(inst: Instruction, stmt: Statement, syms: Symbols, wg: tuple[int,
         loops = contraction_loops(shape, m, n)
         out += _tree("full blocks", loops.full) + _tree("edge blocks", loops.edge)
         out += _tree("edge block cells", loops.edge_cells)
+    elif stmt.name == "foreach":
+        iterators = [f"c{d}" for d in range(depth(stmt, dist))]
+        how = f"runs of {dist.block}" if dist.block > 1 else "cyclic"
+        out += _tree(f"work-item loops ({how}, lid = linear local id)",
+                     foreach_loops(stmt, dist, {}, iterators))
     elif stmt.dims:
         ext = tuple(_extent(stmt, d) for d in range(len(stmt.dims)))[:2]
         ids, counts = (("lx", "ly")[:len(ext)], wg[:len(ext)]) if len(ext) == 2 else \
             (("lid",), (wg[0] * wg[1],))
-        lower = None
-        if stmt.name == "foreach":
-            pairs = [c.split(f" <= {d} < ") for c, d in zip(stmt.constraints, stmt.dims,
-                                                            strict=True)][:2]
-            ext = tuple(f"{hi} - ({lo})" for lo, hi in pairs)
-            lower = tuple(lo for lo, _ in pairs)
-            if len(ext) == 1:
-                ids, counts = ("lid",), (wg[0] * wg[1],)
-        out += _tree("work-item loops", distributed(ext, ids, counts, lower))
+        out += _tree("work-item loops", distributed(ext, ids, counts))
     return out
 
 

@@ -1,0 +1,122 @@
+"""Work-group distribution of ``foreach`` and ``foreach_nd``, as isl schedules.
+
+A foreach's domain is the (parametric) box ``S[i0, ..., i(n-1)] : lo_d <= i_d < hi_d`` of
+:func:`tensorlang.schedule.domains.statement`.  Its points are dealt to the ``W``
+work-items of the work-group, and each work-item's share is scanned by isl's AST
+generator (the work-item's linear id is the parameter ``lid``, ``0 <= lid < W``):
+
+* ``block == 1`` (cyclic, GPUs): the box is linearised with the first mode fastest,
+  ``L = (i0 - lo0) + E0 (i1 - lo1) + ...``, and point ``L`` goes to work-item
+  ``L mod W``.  Only modes whose extent ``E_d`` is a constant can be linearised
+  affinely: the longest such prefix is (plus the next mode), the remaining outer modes
+  are sequential.  isl turns this into strided loops with a per-row start offset.
+* ``block > 1`` (blocked, CPUs): the first mode is cut into runs of ``block``
+  contiguous points dealt cyclically to the work-items, so a work-item's innermost loop
+  is contiguous (vectorisable); the last run is exact (``min`` bound).
+
+The schedule is ``S[i] -> [i(n-1), ..., i1, ...]`` outermost first; every point is
+visited exactly once by exactly one work-item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+
+from tensorlang.schedule import space
+from tensorlang.schedule.astgen import generate
+from tensorlang.schedule.domains import Statement
+from tensorlang.schedule.loops import Node
+
+LOCAL_ID = "lid"
+"""The isl parameter standing for the work-item's linear id."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """``work_items`` share the points; ``block`` contiguous first-mode points at a time."""
+
+    work_items: int
+    block: int = 1
+
+
+def extent(lower: str, upper: str) -> int | None:
+    """``upper - lower`` when it is the same for every parameter value, else None."""
+    params = space.parameters(lower, upper)
+    prefix = f"[{', '.join(params)}] -> " if params else ""
+    aff = isl.Aff(f"{prefix}{{ [({upper}) - ({lower})] }}")
+    return int(aff.get_constant_val().to_python()) if aff.is_cst() else None
+
+
+def schedule(stmt: Statement, dist: Distribution) -> isl.Map:
+    """``S[i...] -> [outer ... inner]`` restricted to the points of work-item ``lid``."""
+    outer = list(reversed(stmt.dims[1:]))
+    if dist.work_items > 1 and dist.block > 1:
+        return _blocked(stmt, dist, outer)
+    dims = ", ".join(stmt.dims)
+    constraints = list(stmt.constraints)
+    if dist.work_items > 1:
+        constraints.append(f"exists (q: {_linear(stmt)} = {LOCAL_ID} + {dist.work_items} * q)")
+    domain = space.set_(f"S[{dims}]", constraints)
+    return space.map_(f"S[{dims}] -> [{', '.join([*outer, stmt.dims[0]])}]", domain)
+
+
+def _linear(stmt: Statement) -> str:
+    """The linear index of the constant-extent prefix of the box (first mode fastest)."""
+    terms, coef = [], 1
+    for d, (lo, hi) in enumerate(stmt.box):
+        terms.append(f"{coef} * ({stmt.dims[d]} - ({lo}))")
+        size = extent(lo, hi)
+        if size is None or d == len(stmt.box) - 1:
+            break
+        coef *= max(size, 1)  # an empty mode empties the box: any coefficient will do
+    return " + ".join(terms)
+
+
+def _blocked(stmt: Statement, dist: Distribution, outer: list[str]) -> isl.Map:
+    """Runs of ``block`` first-mode points, run ``k`` to work-item ``k mod W``."""
+    v, w = dist.block, dist.work_items
+    dims = ", ".join(stmt.dims)
+    lo = stmt.box[0][0]
+    cond = f"{stmt.dims[0]} - ({lo}) = {v} * {LOCAL_ID} + {v * w} * q + r and 0 <= r < {v}"
+    params = [p for p in space.parameters(lo) if p not in stmt.dims]
+    prefix = f"[{', '.join([*params, LOCAL_ID])}] -> "
+    sched = isl.Map(f"{prefix}{{ S[{dims}] -> [{', '.join([*outer, 'q', 'r'])}] : {cond} }}")
+    domain = stmt.domain().align_params(sched.get_space())
+    return sched.align_params(domain.get_space()).intersect_domain(domain)
+
+
+def foreach_loops(stmt: Statement, dist: Distribution, names: Mapping[str, str],
+                  iterators: Sequence[str]) -> Node:
+    """The loop tree of work-item ``names[LOCAL_ID]`` (statement ``S(i0, i1, ...)``).
+
+    ``names`` renames isl parameters (the domain's and ``lid``) to the caller's names;
+    ``iterators`` name the schedule's dimensions (:func:`depth` of them).
+    """
+    sched = _rename(schedule(stmt, dist), names)
+    context = [f"0 <= {names.get(LOCAL_ID, LOCAL_ID)} < {dist.work_items}"] \
+        if dist.work_items > 1 else []
+    ctx = space.context(context) if context else isl.Set("{ : }")
+    return generate(sched, ctx, tuple(iterators))
+
+
+def depth(stmt: Statement, dist: Distribution) -> int:
+    """How many loops (schedule dimensions) :func:`foreach_loops` has."""
+    return schedule(stmt, dist).dim(isl.dim_type.out)
+
+
+def parameters(stmt: Statement) -> list[str]:
+    """The isl parameters of ``stmt``'s domain (what :func:`foreach_loops` may rename)."""
+    domain = stmt.domain()
+    return [domain.get_dim_name(isl.dim_type.param, k)
+            for k in range(domain.dim(isl.dim_type.param))]
+
+
+def _rename(sched: isl.Map, names: Mapping[str, str]) -> isl.Map:
+    for pos in range(sched.dim(isl.dim_type.param)):
+        name = sched.get_dim_name(isl.dim_type.param, pos)
+        if name in names:
+            sched = sched.set_dim_name(isl.dim_type.param, pos, names[name])
+    return sched
