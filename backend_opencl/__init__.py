@@ -13,11 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def compile(program: Any, device: Any = None, autotune: bool = False) -> Any:  # noqa: A001
+def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A001
+            check_bounds: bool = False) -> Any:
     """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``.
 
     ``autotune``: first time register-block candidates of each kernel on the device and
     cache the fastest (as ``tlc tune`` does; later compiles reuse the cache).
+    ``check_bounds``: guard every access isl cannot prove in bounds; a launch that
+    violates one raises ``tensorlang.BoundsError`` naming the access.
     """
     from backend_opencl.driver import compile_program
 
@@ -25,11 +28,14 @@ def compile(program: Any, device: Any = None, autotune: bool = False) -> Any:  #
         from backend_opencl.tune import tune
 
         tune(program, device=device)
-    return compile_program(program, device=device)
+    return compile_program(program, device=device, check_bounds=check_bounds)
 
 
-def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>") -> Any:
-    """Compile a StableHLO program; the result is callable with numpy arrays."""
+def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
+                      check_bounds: bool = False) -> Any:
+    """Compile a StableHLO program; the result is callable with numpy arrays
+    (``check_bounds`` as for :func:`compile`)."""
     from backend_opencl.driver import compile_stablehlo_program
 
-    return compile_stablehlo_program(text, device=device, filename=filename)
+    return compile_stablehlo_program(text, device=device, filename=filename,
+                                     check_bounds=check_bounds)

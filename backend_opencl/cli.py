@@ -62,7 +62,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 0
     from backend_opencl import driver
 
-    _write(driver.emit(program, emit, device=args.device), args.output)
+    _write(driver.emit(program, emit, device=args.device, check_bounds=args.check_bounds),
+           args.output)
     return 0
 
 
@@ -91,8 +92,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     program = _load(args.file)
     winners = tune(program, device=args.device, groups=args.groups, top=args.top,
                    progress=lambda line: sys.stderr.write(line + "\n"))
-    for name, (rm, rn) in winners.items():
-        sys.stdout.write(f"@{name}: {rm}x{rn}\n")
+    for name, (rm, rn, *staged) in winners.items():
+        sys.stdout.write(f"@{name}: {rm}x{rn}{', staged' if staged and staged[0] else ''}\n")
     return 0
 
 
@@ -101,6 +102,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from backend_opencl import driver
 
     return driver.run_cli(args)
+
+
+def _check_bounds_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--check-bounds", action="store_true",
+                   help="guard every access isl cannot prove in bounds; a violation at run "
+                        "time is an error naming the access (file:line:col)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -122,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--emit", choices=["tl", "cl", "shlo", "schedule"])
     p.add_argument("-o", "--output")
+    _check_bounds_option(p)
     p = add("opt", cmd_opt, "run tensor-language passes")
     p.add_argument("file")
     p.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
@@ -131,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help=".npz whose arrays bind to the parameters in order")
     p.add_argument("-o", "--output")
     p.add_argument("--entry", default="main")
+    _check_bounds_option(p)
     p = add("tune", cmd_tune, "autotune register blocks on the device (cached)")
     p.add_argument("file")
     p.add_argument("--groups", type=int, default=2000, help="work-groups per timed launch")

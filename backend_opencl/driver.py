@@ -34,25 +34,33 @@ def _device(device: Any) -> Any:
     return device if isinstance(device, Device) else get_device(device)
 
 
-def _after_passes(program: Program) -> Program:
-    """A copy of ``program`` after the back end's pass pipeline."""
+def _after_passes(program: Program, check_bounds: bool = False) -> Program:
+    """A copy of ``program`` after the back end's pass pipeline (with ``check_bounds``,
+    ``check-bounds`` also marks the accesses that need run-time guards)."""
     from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
 
     work = copy.deepcopy(program)
-    run_pipeline(work, DEFAULT_PIPELINE)
+    pipeline = DEFAULT_PIPELINE
+    if check_bounds:  # last: the loads and stores other passes create are marked too
+        pipeline += ",check-bounds{guards=true}"
+    run_pipeline(work, pipeline)
     return work
 
 
-def lower(program: Program, target: Target = DEFAULT_TARGET) -> EmittedProgram:
-    """Run the back end's passes on a copy of ``program`` and generate OpenCL C."""
-    return emit_program(_after_passes(program), target)
+def lower(program: Program, target: Target = DEFAULT_TARGET,
+          check_bounds: bool = False) -> EmittedProgram:
+    """Run the back end's passes on a copy of ``program`` and generate OpenCL C
+    (``check_bounds``: with run-time bounds guards, docs/abi.md)."""
+    return emit_program(_after_passes(program, check_bounds), target)
 
 
-def compile_program(program: Any, device: Any = None, target: Target | None = None) -> Any:
+def compile_program(program: Any, device: Any = None, target: Target | None = None,
+                    check_bounds: bool = False) -> Any:
     """Compile tensor-language text or a Program for ``device``; return a Module.
 
     ``target`` overrides the code-generation target derived from the device (tests use it
-    to run GPU-style tiling on a CPU device).
+    to run GPU-style tiling on a CPU device).  ``check_bounds`` guards every access isl
+    cannot prove in bounds; a violation raises ``BoundsError`` after the launch.
     """
     from backend_opencl.module import Module
     from backend_opencl.tune import cached_target
@@ -61,10 +69,11 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     dev = _device(device)
     if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
         target = cached_target(prog, dev, target_from_device(dev))
-    return Module(lower(prog, target), prog, dev)
+    return Module(lower(prog, target, check_bounds), prog, dev)
 
 
-def emit(program: Any, kind: str, device: Any = None, entry: str = "main") -> str:
+def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
+         check_bounds: bool = False) -> str:
     """Text for ``tlc compile --emit kind``: ``tl`` or ``cl`` (``schedule`` comes later).
 
     A StableHLO module is lowered first: ``tl`` prints its kernels.
@@ -78,7 +87,7 @@ def emit(program: Any, kind: str, device: Any = None, entry: str = "main") -> st
     if kind == "tl":
         return str(prog)
     if kind == "cl":
-        return lower(prog, _target_or_default(device)).source
+        return lower(prog, _target_or_default(device), check_bounds).source
     if kind == "schedule":
         from backend_opencl.emit.schedule_text import schedule_text
 
@@ -118,20 +127,23 @@ _EXECUTABLES: dict[tuple[Any, ...], Any] = {}
 
 
 def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>",
-                              entry: str = "main") -> Any:
-    """Parse, verify and lower StableHLO text; build its kernels (one program); cached."""
+                              entry: str = "main", check_bounds: bool = False) -> Any:
+    """Parse, verify and lower StableHLO text; build its kernels (one program); cached.
+
+    ``check_bounds``: the kernels get run-time bounds guards (their locations are in
+    the lowered tensor language, ``<lowered>``)."""
     import frontend
     from frontend.lower import lower_function
 
     dev = _device(device)
-    key = (text, filename, entry, dev.key)
+    key = (text, filename, entry, dev.key, check_bounds)
     exe = _EXECUTABLES.get(key)
     if exe is not None:
         return exe
     module = frontend.parse(text, filename=filename)
     parts = module.parts or [module]
     lowered = lower_function(_part_with(parts, entry), entry)
-    exe = _executable(lowered, dev, entry)
+    exe = _executable(lowered, dev, entry, check_bounds)
     _EXECUTABLES[key] = exe
     return exe
 
@@ -145,12 +157,13 @@ def compile_lowered(lowered: Any, device: Any = None) -> Any:
     return _executable(lowered, _device(device), lowered.func.name.strip('"'))
 
 
-def _executable(lowered: Any, dev: Any, entry: str) -> Any:
+def _executable(lowered: Any, dev: Any, entry: str, check_bounds: bool = False) -> Any:
     from backend_opencl.plan_exec import Executable
     from frontend.ir.types import TensorType
 
     program = _kernels_program(lowered)
-    module = compile_program(program, dev) if program.functions else None
+    module = compile_program(program, dev, check_bounds=check_bounds) \
+        if program.functions else None
     arg_dtypes = [t.element.dtype for t in lowered.func.arg_types]
     result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
                      for t in lowered.func.result_types]
@@ -179,7 +192,8 @@ def run_cli(args: argparse.Namespace) -> int:
     except OSError as err:
         raise TlcError(f"{args.file}: error: cannot read file: {err.strerror}") from None
     exe = compile_stablehlo_program(text, device=args.device, filename=args.file,
-                                    entry=args.entry)
+                                    entry=args.entry,
+                                    check_bounds=getattr(args, "check_bounds", False))
     inputs = _load_inputs(args.inputs) if args.inputs else []
     results = exe(*inputs)
     out = {f"result{i}": r for i, r in enumerate(results)}

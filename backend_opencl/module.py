@@ -20,8 +20,9 @@ import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
 from backend_opencl.emit import EmittedProgram, KernelInfo
-from backend_opencl.runtime import build, device_groups, launch, memory
-from tensorlang.diagnostics import LaunchError
+from backend_opencl.emit.guards import RECORD_LONGS
+from backend_opencl.runtime import buffers, build, device_groups, launch, memory
+from tensorlang.diagnostics import BoundsError, LaunchError, note
 from tensorlang.ir.core import Program
 from tensorlang.ir.dtypes import NARROW_DTYPES
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
@@ -57,6 +58,11 @@ class Module:
             for name, info in emitted.kernels.items()
         }
 
+    @property
+    def program(self) -> Any:
+        """The built OpenCL program (the plan executor prepares its launches from it)."""
+        return self._program
+
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
@@ -77,6 +83,7 @@ class Kernel:
         self.device = device
         self.written = written
         self._kernel = launch.get_kernel(program, info.c_name)
+        self._record: Any = None
 
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
         """Check the arguments, run ``num_groups`` work-groups, copy results back."""
@@ -101,11 +108,33 @@ class Kernel:
             kernel_args += values
             if back is not None:
                 backs.append(back)
+        if self.info.guards:
+            kernel_args.append(memory.device_buffer(self._bounds_record()))
         launch.launch(queue, self._kernel, kernel_args, int(num_groups),
                       self.info.plan.work_group_size)
         launch.finish(queue)
         for back in backs:
             back()
+        if self.info.guards:
+            self._raise_violation(buffers.download(self._record, RECORD_LONGS))
+
+    def _bounds_record(self) -> Any:
+        """The zeroed bounds-guard error record (kept between launches while it stays 0)."""
+        if self._record is None:
+            self._record = buffers.upload(self.device, np.zeros(RECORD_LONGS, np.int64))
+        return self._record
+
+    def _raise_violation(self, record: np.ndarray) -> None:
+        """Raise BoundsError for the first violation a guard recorded (none: return)."""
+        site = int(record[:1].view(np.int32)[0]) - 1  # the claim is the first int
+        if site < 0:
+            return
+        self._record = None  # the next launch gets a fresh, zeroed record
+        mode, a, b, c, group = (int(x) for x in record[1:6])
+        guard = self.info.guards[site]
+        raise BoundsError.at(guard.loc, guard.message(mode, a, b, c),
+                             note(None, f"in @{self.name}, work-group {group}; the access "
+                                  "was skipped (a load yields 0, a store is dropped)"))
 
     # -- argument checking (no device work) ------------------------------------------------
 

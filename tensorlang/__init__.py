@@ -9,12 +9,12 @@ Public API::
 
 from __future__ import annotations
 
-from tensorlang.diagnostics import CompileError, LaunchError, Loc, TlcError
+from tensorlang.diagnostics import BoundsError, CompileError, LaunchError, Loc, TlcError
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 
 __all__ = [
-    "CompileError", "Function", "Instruction", "LaunchError", "Loc", "Program", "Region",
-    "TlcError", "Value", "parse", "verify_program",
+    "BoundsError", "CompileError", "Function", "Instruction", "LaunchError", "Loc", "Program",
+    "Region", "TlcError", "Value", "parse", "verify_program",
 ]
 
 

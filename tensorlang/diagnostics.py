@@ -121,3 +121,21 @@ class CompileError(TlcError):
 
 class LaunchError(TlcError):
     """A kernel or executable was called with wrong arguments; raised before anything runs."""
+
+
+class BoundsError(TlcError):
+    """A kernel compiled with ``--check-bounds`` hit an out-of-bounds access at run time.
+
+    The run-time guard skipped the access (no out-of-bounds load or store happened); the
+    host raises this after the launch with the first violation, rendered like a compile
+    error at the access (``k.tl:12:8: error: out-of-bounds load: index 17 not in [0, 16)``).
+    """
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        self.diagnostic = diagnostic
+        super().__init__(diagnostic.render())
+
+    @classmethod
+    def at(cls, loc: Loc | None, message: str, *notes: Diagnostic) -> BoundsError:
+        """A bounds error at ``loc`` with ``message`` and optional notes."""
+        return cls(Diagnostic(Severity.ERROR, loc, message, tuple(notes)))

@@ -20,6 +20,7 @@ from backend_opencl.emit import (  # noqa: F401 (handlers)
     scalar,
 )
 from backend_opencl.emit.cnames import kernel_c_name
+from backend_opencl.emit.guards import GuardSite
 from backend_opencl.emit.kernel import KernelEmitter
 from backend_opencl.emit.target import DEFAULT_TARGET, KernelPlan, Target, choose_plan
 from backend_opencl.emit.unit import Unit
@@ -38,6 +39,8 @@ class KernelInfo:
     plan: KernelPlan
     abi: tuple[ArgAbi, ...]
     local_mem_bytes: int
+    guards: tuple[GuardSite, ...] = ()
+    """Bounds-guard sites; when present the kernel takes the error record last."""
 
 
 @dataclass(frozen=True)
@@ -61,5 +64,6 @@ def emit_program(program: Program, target: Target = DEFAULT_TARGET) -> EmittedPr
             raise CompileError.at(func.loc, f"@{func.name} needs {emitter.slab_bytes()} bytes "
                                   f"of local memory; the device has {target.local_mem_size}")
         infos[func.name] = KernelInfo(func.name, kernel_c_name(func.name), plan,
-                                      tuple(emitter.abi), emitter.slab_bytes())
+                                      tuple(emitter.abi), emitter.slab_bytes(),
+                                      tuple(emitter.guard_sites))
     return EmittedProgram(unit.source(texts), infos)

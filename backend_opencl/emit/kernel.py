@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from backend_opencl.abi import ArgAbi, ParamKind, function_abi
+from backend_opencl.emit import guards
 from backend_opencl.emit.cnames import ctype, kernel_c_name, literal
 from backend_opencl.emit.localmem import plan_local_memory
 from backend_opencl.emit.target import KernelPlan, Target
 from backend_opencl.emit.unit import Unit
-from backend_opencl.emit.view import GroupView, MemView
+from backend_opencl.emit.view import GroupView, MemView, is_literal
 from backend_opencl.emit.writer import Namer, Writer
 from tensorlang.ir.core import Function, Instruction, Region, Value
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, Type
+from tensorlang.verify.bounds import GUARD
 
 Handler = Callable[["KernelEmitter", Instruction], None]
 HANDLERS: dict[str, Handler] = {}
@@ -50,6 +52,8 @@ class KernelEmitter:
         self.abi: list[ArgAbi] = function_abi(func, self.namer, target.has_svm)
         self.local = plan_local_memory(func)
         self.scratch_bytes = 0
+        self.guard_sites: list[guards.GuardSite] = []
+        self.namer.used.add(guards.PARAM)
 
     # -- values -----------------------------------------------------------------------------
 
@@ -114,7 +118,66 @@ class KernelEmitter:
         for inst in region.instructions:
             emit = HANDLERS.get(inst.name)
             assert emit is not None, f"no OpenCL lowering for {inst.name}"
-            emit(self, inst)
+            guard = self._collective_guard(inst) if inst.op.blas else ""
+            if guard:
+                with self.w.block(f"if ({guard})"):
+                    emit(self, inst)
+            else:
+                emit(self, inst)
+
+    # -- bounds guards (docs/abi.md, "Bounds guards") ---------------------------------------
+
+    def next_site(self) -> int:
+        """The id the next :meth:`add_site` gets (checks are written before the site)."""
+        return len(self.guard_sites)
+
+    def add_site(self, kind: str, inst: Instruction, operand: Value, rank: int = 1,
+                 details: tuple[str, ...] = ()) -> None:
+        """Record the guard site whose checks were just generated with :meth:`next_site`."""
+        self.guard_sites.append(guards.GuardSite(kind, inst.loc, operand.name or "?", rank,
+                                                 details))
+
+    def in_range(self, site: int, mode: int, lo: str, size: str, extent: str) -> str:
+        """A check that ``[lo, lo + size)`` lies in ``[0, extent)`` ('' when it is literal
+        and true)."""
+        if all(is_literal(x) for x in (lo, size, extent)) and \
+                0 <= int(lo) and 0 <= int(size) <= int(extent) - int(lo):
+            return ""
+        name = self.unit.helper("bounds_range", guards.RANGE_CHECK)
+        return f"{name}({guards.PARAM}, {site}, {mode}, {lo}, {size}, {extent})"
+
+    def equal(self, site: int, which: int, a: str, b: str) -> str:
+        """A check that sizes ``a`` and ``b`` agree ('' when both are the same literal)."""
+        if a == b:
+            return ""
+        name = self.unit.helper("bounds_equal", guards.EQUAL_CHECK)
+        return f"{name}({guards.PARAM}, {site}, {which}, {a}, {b})"
+
+    def condition(self, parts: list[str], hint: str) -> str:
+        """A new ``const bool`` holding the conjunction of ``parts`` ('' when none)."""
+        parts = [p for p in parts if p]
+        if not parts:
+            return ""
+        if len(parts) == 1 and parts[0].replace("_", "").isalnum():
+            return parts[0]
+        name = self.namer.fresh(hint)
+        self.w.line(f"const bool {name} = {' && '.join(parts)};")
+        return name
+
+    def _collective_guard(self, inst: Instruction) -> str:
+        """Valid operands and, for a marked collective, agreeing sizes ('' if unguarded)."""
+        views = {name: view for name, v in inst.operands.items()
+                 if isinstance(v, Value) and isinstance(view := self.env.get(v), MemView)}
+        site, checks, details = self.next_site(), [], []
+        for which, pair in enumerate(inst.attrs.get(GUARD) or ()):
+            a, b = views[pair.a], views[pair.b]
+            checks.append(self.equal(site, which, a.shape[pair.a_mode], b.shape[pair.b_mode]))
+            details.append(f"%{inst.operand(pair.a).name} mode {pair.a_mode} vs "
+                           f"%{inst.operand(pair.b).name} mode {pair.b_mode}")
+        if any(checks):
+            out = list(views)[-1]  # the updated operand
+            self.add_site(inst.name, inst, inst.operand(out), len(details), tuple(details))
+        return self.condition([v.valid for v in views.values()] + checks, "run_" + inst.name)
 
     def local_id(self) -> str:
         """The linear local id expression."""
@@ -152,6 +215,8 @@ class KernelEmitter:
         if self.plan.native_subgroups:
             attrs += f" __attribute__((intel_reqd_sub_group_size({self.plan.subgroup_size})))"
         params = [f"{p.ctype} {p.name}" for arg in self.abi for p in arg.params]
+        if self.guard_sites:
+            params.append(f"global long* {guards.PARAM}")
         joined = ",\n    ".join(params)
         name = kernel_c_name(self.func.name)
         return f"kernel {attrs}\nvoid {name}(\n    {joined})" if params else \

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from backend_opencl.emit.cnames import pointer_type, storage_type
+from backend_opencl.emit.cnames import literal, pointer_type, storage_type
 from backend_opencl.emit.kernel import SLAB, KernelEmitter, handler
 from backend_opencl.emit.numeric import load_value, store_value
 from backend_opencl.emit.view import MemView, add, is_literal, mul
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.ops import Slice
 from tensorlang.ir.types import GroupType, MemRefType
+from tensorlang.verify.bounds import GUARD
 
 
 @handler("load")
@@ -20,8 +21,26 @@ def emit_load(em: KernelEmitter, inst: Instruction) -> None:
     source = inst.operand("operand")
     if isinstance(source.type, GroupType):
         _load_member(em, inst, indices[0])
-    else:
-        em.define(inst.result, load_value(inst.result.type, em.view(source).at(indices)))
+        return
+    view = em.view(source)
+    value = load_value(inst.result.type, view.at(indices))
+    ok = _access_guard(em, inst, view, indices)
+    if ok:  # a skipped load yields zero
+        value = f"{ok} ? {value} : {literal(0, inst.result.type)}"
+    em.define(inst.result, value)
+
+
+def _access_guard(em: KernelEmitter, inst: Instruction, view: MemView,
+                  indices: list[str]) -> str:
+    """The run-time check of a marked load or store ('' when unmarked)."""
+    if not inst.attrs.get(GUARD):
+        return ""
+    site = em.next_site()
+    checks = [em.in_range(site, mode, index, "1", size)
+              for mode, (index, size) in enumerate(zip(indices, view.shape, strict=True))]
+    if any(checks):
+        em.add_site(inst.name, inst, inst.operand("operand"), view.type.order)
+    return em.condition([view.valid, *checks], "in_bounds")
 
 
 def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
@@ -51,7 +70,9 @@ def emit_store(em: KernelEmitter, inst: Instruction) -> None:
     indices = [em.scalar(v) for v in inst.operand("indices")]
     view = em.view(inst.operand("operand"))
     value = store_value(view.type.element, em.scalar(inst.operand("value")))
-    em.w.line(f"{view.at(indices)} = {value};")
+    ok = _access_guard(em, inst, view, indices)
+    em.w.line(f"if ({ok}) {view.at(indices)} = {value};" if ok else
+              f"{view.at(indices)} = {value};")
 
 
 def _dynamic(em: KernelEmitter, inst: Instruction) -> Iterator[str]:
@@ -64,7 +85,8 @@ def _pick(static: int | None, dynamic: Iterator[str]) -> str:
 
 
 def _bind_view(em: KernelEmitter, inst: Instruction, src: MemView, offset: str,
-               shape: list[str], strides: list[str]) -> None:
+               shape: list[str], strides: list[str], valid: str = "") -> None:
+    """Bind the view; with ``valid`` (a guard's result) its sizes are zero when false."""
     t: MemRefType = inst.result.type
     hint = inst.result.name or "view"
     ptr = src.ptr
@@ -73,9 +95,12 @@ def _bind_view(em: KernelEmitter, inst: Instruction, src: MemView, offset: str,
         em.w.line(f"{pointer_type(t)} {ptr} = {src.ptr} + {offset};")
     shape = [str(s) if s is not None else em.long_var(e, f"{hint}_size{m}")
              for m, (s, e) in enumerate(zip(t.shape, shape, strict=False))]
+    if valid:
+        shape = [em.long_var(f"{valid} ? {s} : 0", f"{hint}_size{m}")
+                 for m, s in enumerate(shape)]
     strides = [str(s) if s is not None else em.long_var(e, f"{hint}_stride{m}")
                for m, (s, e) in enumerate(zip(t.strides, strides, strict=False))]
-    em.env[inst.result] = MemView(t, ptr, tuple(shape), tuple(strides))
+    em.env[inst.result] = MemView(t, ptr, tuple(shape), tuple(strides), valid)
 
 
 @handler("subview")
@@ -84,18 +109,28 @@ def emit_subview(em: KernelEmitter, inst: Instruction) -> None:
     src = em.view(inst.operand("operand"))
     dynamic = _dynamic(em, inst)
     offsets, shape, strides = [], [], []
+    marked, site = bool(inst.attrs.get(GUARD)), em.next_site()
+    checks, details = [], []
     slices: tuple[Slice, ...] = inst.attr("slices")
     for mode, piece in enumerate(slices):
+        details.append("slice" if piece.size != 0 else "index")
         if piece.full:
             shape.append(src.shape[mode])
             strides.append(src.strides[mode])
             continue
-        offsets.append(mul(_pick(piece.offset, dynamic), src.strides[mode]))
+        offset = _pick(piece.offset, dynamic)
+        offsets.append(mul(offset, src.strides[mode]))
         size = _pick(piece.size, dynamic)
+        if marked:
+            checks.append(em.in_range(site, mode, offset, "1" if size == "0" else size,
+                                      src.shape[mode]))
         if size != "0":
             shape.append(size)
             strides.append(src.strides[mode])
-    _bind_view(em, inst, src, add(*offsets), shape, strides)
+    if any(checks):
+        em.add_site("subview", inst, inst.operand("operand"), src.type.order, tuple(details))
+    valid = em.condition([src.valid, *checks], (inst.result.name or "view") + "_ok")
+    _bind_view(em, inst, src, add(*offsets), shape, strides, valid)
 
 
 @handler("expand")
@@ -111,7 +146,16 @@ def emit_expand(em: KernelEmitter, inst: Instruction) -> None:
         stride = mul(stride, size)
     shape = list(src.shape[:mode]) + sizes + list(src.shape[mode + 1:])
     strides = list(src.strides[:mode]) + new_strides + list(src.strides[mode + 1:])
-    _bind_view(em, inst, src, "0", shape, strides)
+    check = ""
+    if inst.attrs.get(GUARD):
+        product = "1"
+        for size in sizes:
+            product = mul(product, size)
+        check = em.equal(em.next_site(), mode, product, src.shape[mode])
+        if check:
+            em.add_site("expand", inst, inst.operand("operand"), src.type.order)
+    valid = em.condition([src.valid, check], (inst.result.name or "view") + "_ok")
+    _bind_view(em, inst, src, "0", shape, strides, valid)
 
 
 @handler("fuse")
@@ -124,7 +168,7 @@ def emit_fuse(em: KernelEmitter, inst: Instruction) -> None:
         size = mul(size, s)
     shape = list(src.shape[:first]) + [size] + list(src.shape[last + 1:])
     strides = list(src.strides[:first]) + [src.strides[first]] + list(src.strides[last + 1:])
-    _bind_view(em, inst, src, "0", shape, strides)
+    _bind_view(em, inst, src, "0", shape, strides, src.valid)
 
 
 @handler("size")

@@ -50,12 +50,18 @@ def _paren(expr: str) -> str:
 
 @dataclass(frozen=True)
 class MemView:
-    """A memref in C: ``ptr`` with ``shape`` and ``strides`` expressions (in elements)."""
+    """A memref in C: ``ptr`` with ``shape`` and ``strides`` expressions (in elements).
+
+    ``valid`` (bounds guards only): a C ``bool`` that is false when a guarded subview or
+    expand on the way to this view failed; its sizes are then all zero.  Empty when the
+    view is always valid.
+    """
 
     type: MemRefType
     ptr: str
     shape: tuple[str, ...]
     strides: tuple[str, ...]
+    valid: str = ""
 
     def offset(self, indices: list[str] | tuple[str, ...]) -> str:
         """The linear element offset of ``indices``."""

@@ -48,3 +48,15 @@ def test_in_bounds_and_unknown_pass() -> None:
     program = _run(body)
     names = [inst.name for inst in unproven(program.functions[0])]
     assert names == ["subview", "load"]  # %A[%i:4] and %D[3, 3] depend on run-time values
+
+
+def test_access_in_a_branch_that_never_runs_is_not_an_error() -> None:
+    # Lowered StableHLO scatters guard constant indices like this one (10 into 16 rows
+    # is fine, 20 is not): the condition is false, so the load never happens.
+    body = ("  %c20 = constant 20 : index\n"
+            "  %ok = cmp.lt %c20, %c16 : index\n"
+            "  if %ok {\n"
+            "    %v = load %A[%c20, %c0] : memref<f32x16x8>\n"
+            "  }")
+    program = _run(body)
+    assert unproven(program.functions[0]) == []
