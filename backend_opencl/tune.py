@@ -1,9 +1,12 @@
 """Autotuning of register blocks on the actual device: ``tlc tune FILE.tl``.
 
 For every kernel with a contraction, the cost model's best candidates
-(:mod:`backend_opencl.emit.costmodel`) are compiled and timed on synthetic arguments
-(random arrays; dynamic modes get ``size``, the last mode of a memref of order three or
-more gets one entry per work-group), and the fastest is cached per device and kernel
+(:mod:`backend_opencl.emit.costmodel`) are compiled and timed on synthetic arguments;
+when the contraction reads a transposed operand, each block is timed with the operand
+read in place and staged through local memory (the cache entry is then
+``[RM, RN, staged]``).  Synthetic arguments are random arrays (dynamic modes get
+``size``, the last mode of a memref of order three or more gets one entry per
+work-group); the fastest candidate is cached per device and kernel
 text in ``$TLC_TUNE_CACHE`` (default ``~/.cache/tlc/tune.json``).  ``compile`` applies
 cached winners automatically; kernels never tuned use the cost model.
 """
@@ -26,6 +29,7 @@ import numpy as np
 from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import Target, choose_plan
 from tensorlang.ir.core import Function, Program
+from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
 _CONTRACTIONS = {"gemm": "C", "gemv": "C", "ger": "C"}
@@ -36,6 +40,10 @@ def cache_path() -> Path:
     """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``~/.cache/tlc/tune.json``."""
     return Path(os.environ.get("TLC_TUNE_CACHE") or Path.home() / ".cache" / "tlc" /
                 "tune.json")
+
+
+Choice = tuple[int, ...]
+"""(RM, RN) or (RM, RN, staged) where staging was a candidate."""
 
 
 def _load() -> dict[str, list[int]]:
@@ -55,17 +63,23 @@ def cached_target(program: Program, device: Any, target: Target) -> Target:
     cache = _load()
     if not cache:
         return target
-    blocks = tuple((f.name, *cache[_key(device, f)]) for f in program.functions
-                   if _key(device, f) in cache)
-    return replace(target, register_blocks=blocks) if blocks else target
+    found = {f.name: cache[_key(device, f)] for f in program.functions
+             if _key(device, f) in cache}
+    if not found:
+        return target
+    blocks = tuple((name, entry[0], entry[1]) for name, entry in found.items())
+    staged = tuple((name, bool(entry[2])) for name, entry in found.items() if len(entry) > 2)
+    return replace(target, register_blocks=blocks, staged_kernels=staged)
 
 
-def _first_contraction(func: Function) -> tuple[ScalarType, str, str] | None:
+def _first_contraction(func: Function) -> tuple[ScalarType, str, str, bool] | None:
+    """(type, M, N, reads a transposed operand) of the kernel's first contraction."""
     for inst in func.walk():
         if inst.name in _CONTRACTIONS:
             out: MemRefType = inst.operand(_CONTRACTIONS[inst.name]).type
             shape = [str(s) if s is not None else "M" for s in out.shape] + ["1"]
-            return out.element, shape[0], shape[1]
+            transposed = any(inst.attrs.get(a) is Transpose.T for a in ("trans_a", "trans_b"))
+            return out.element, shape[0], shape[1], transposed
     return None
 
 
@@ -107,9 +121,15 @@ def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float
     return statistics.median(times[1:])
 
 
+def _describe(choice: Choice) -> str:
+    staged = "" if len(choice) < 3 else (", staged" if choice[2] else ", in place")
+    return f"{choice[0]}x{choice[1]}{staged}"
+
+
 def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
-         top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, tuple]:
-    """Measure the best ``top`` modelled register blocks of each kernel; cache the winners."""
+         top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, Choice]:
+    """Measure the best ``top`` modelled register blocks of each kernel (each staged and
+    not when an operand is transposed); cache the winners."""
     from backend_opencl.driver import _as_program, _device, compile_program
     from backend_opencl.emit.target import target_from_device
 
@@ -120,23 +140,26 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
         found = _first_contraction(func)
         if found is None:
             continue
-        elem, m, n = found
+        elem, m, n, transposed = found
         plan = choose_plan(func, base)
         ranked = sorted(candidates(plan, elem, m, n), key=lambda b: cost(plan, elem, m, n, b))
+        choices: list[Choice] = [(rm, rn, s) for rm, rn in ranked[:top] for s in (0, 1)] \
+            if transposed else ranked[:top]
         args = _arguments(func, groups, size, np.random.default_rng(0))
         results = []
-        for k, (rm, rn) in enumerate(ranked[:top]):
-            target = replace(base, register_blocks=((func.name, rm, rn),))
+        for k, choice in enumerate(choices):
+            target = replace(base, register_blocks=((func.name, choice[0], choice[1]),),
+                             stage_transposed=bool(choice[2]) if transposed else None)
             one = Program([copy.deepcopy(func)])
             module = compile_program(one, device=dev, target=target)
             seconds = _time(module, func.name, args, groups, repeat)
-            results.append((seconds, (rm, rn)))
-            progress(f"@{func.name}: [{k + 1}/{min(top, len(ranked))}] {rm}x{rn}: "
+            results.append((seconds, choice))
+            progress(f"@{func.name}: [{k + 1}/{len(choices)}] {_describe(choice)}: "
                      f"{seconds * 1e3:.3f} ms")
         best = min(results)[1]
         cache[_key(dev, func)] = list(best)
         winners[func.name] = best
-        progress(f"@{func.name}: best register block {best[0]}x{best[1]} (cached)")
+        progress(f"@{func.name}: best register block {_describe(best)} (cached)")
     path = cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cache, indent=1, sort_keys=True))

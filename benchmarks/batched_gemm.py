@@ -5,8 +5,12 @@ and fewer repeats; ``--shapes 32x32x32`` to pick shapes).  For every shape (M x 
 type and batch size, as a strided batch (``memref<f32xMxKx?>`` indexed by ``group_id``)
 and as a group (``group<memref<f32xMxK>>``), it prints GFLOP/s, the percentage of the
 device's FMA peak and of its copy bandwidth (both measured here by OpenCL kernels), GB/s,
-and the speed-up over ``numpy.matmul`` on the stacked arrays, over a naive OpenCL kernel
-(one work-item per element of C) and over ``jax.jit(jnp.matmul)`` when jax is installed.
+and the speed-up over ``numpy.matmul`` on the stacked arrays, over a hand-written
+register-blocked OpenCL kernel (``xhand``, :mod:`hand_gemm`: the reference of what PoCL
+can do; above 1 we beat it), over a naive OpenCL kernel (one work-item per element of C)
+and over ``jax.jit(jnp.matmul)`` when jax is installed.  ``--trans t.n,n.t`` benchmarks
+transposed operands too (``gemm.t.n``: A is stored K x M; the hand kernel has no
+transposed variant, so ``xhand`` is ``-`` there).
 Every time is the median of repeated runs after a warm-up, all measured in the same run;
 the data is on the device before timing (buffers created once), so transfers are not
 timed.  Results are checked against numpy once per row.
@@ -27,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import machine  # noqa: E402
+from hand_gemm import hand_source  # noqa: E402
 
 import backend_opencl  # noqa: E402
 from backend_opencl.runtime import get_device  # noqa: E402
@@ -38,26 +43,26 @@ TYPES = {"f32": np.float32, "f64": np.float64}
 CTYPES = {"f32": "float", "f64": "double"}
 
 STRIDED = """
-func @strided(%A: memref<{t}x{m}x{k}x?>, %B: memref<{t}x{k}x{n}x?>, %C: memref<{t}x{m}x{n}x?>) {{
+func @strided(%A: memref<{t}x{a}x?>, %B: memref<{t}x{b}x?>, %C: memref<{t}x{m}x{n}x?>) {{
   %g = group_id
   %one = constant 1.0 : {t}
-  %a = subview %A[:, :, %g] : memref<{t}x{m}x{k}x?>
-  %b = subview %B[:, :, %g] : memref<{t}x{k}x{n}x?>
+  %a = subview %A[:, :, %g] : memref<{t}x{a}x?>
+  %b = subview %B[:, :, %g] : memref<{t}x{b}x?>
   %c = subview %C[:, :, %g] : memref<{t}x{m}x{n}x?>
-  gemm.n.n %one, %a, %b, %one, %c
-    : {t}, memref<{t}x{m}x{k}>, memref<{t}x{k}x{n}>, {t}, memref<{t}x{m}x{n}>
+  gemm.{trans} %one, %a, %b, %one, %c
+    : {t}, memref<{t}x{a}>, memref<{t}x{b}>, {t}, memref<{t}x{m}x{n}>
 }}
 """
 GROUP = """
-func @group(%A: group<memref<{t}x{m}x{k}>>, %B: group<memref<{t}x{k}x{n}>>,
+func @group(%A: group<memref<{t}x{a}>>, %B: group<memref<{t}x{b}>>,
             %C: group<memref<{t}x{m}x{n}>>) {{
   %g = group_id
   %one = constant 1.0 : {t}
-  %a = load %A[%g] : group<memref<{t}x{m}x{k}>>
-  %b = load %B[%g] : group<memref<{t}x{k}x{n}>>
+  %a = load %A[%g] : group<memref<{t}x{a}>>
+  %b = load %B[%g] : group<memref<{t}x{b}>>
   %c = load %C[%g] : group<memref<{t}x{m}x{n}>>
-  gemm.n.n %one, %a, %b, %one, %c
-    : {t}, memref<{t}x{m}x{k}>, memref<{t}x{k}x{n}>, {t}, memref<{t}x{m}x{n}>
+  gemm.{trans} %one, %a, %b, %one, %c
+    : {t}, memref<{t}x{a}>, memref<{t}x{b}>, {t}, memref<{t}x{m}x{n}>
 }}
 """
 NAIVE = """
@@ -84,8 +89,10 @@ class Row:
     seconds: float
     numpy_s: float
     naive_s: float
+    hand_s: float | None
     jax_s: float | None
     error: float
+    trans: str = "n.n"
 
     @property
     def flops(self) -> float:
@@ -102,22 +109,31 @@ class Bench:
     """Data, kernels and timings of one (shape, type, batch)."""
 
     def __init__(self, device: object, shape: tuple[int, int, int], t: str, batch: int,
-                 repeat: int) -> None:
+                 repeat: int, trans: str = "n.n") -> None:
         self.device, self.shape, self.t, self.batch, self.repeat = device, shape, t, batch, repeat
+        self.trans = trans
         m, k, n = shape
         rng = np.random.default_rng(1)
         dt = TYPES[t]
-        self.A = np.asfortranarray(rng.standard_normal((m, k, batch)).astype(dt))
-        self.B = np.asfortranarray(rng.standard_normal((k, n, batch)).astype(dt))
+        ta, tb = (x == "t" for x in trans.split("."))
+        # stored operands (column-major per matrix); self.A / self.B are op(A), op(B) views
+        self.A_stored = np.asfortranarray(rng.standard_normal((k, m, batch) if ta else
+                                                              (m, k, batch)).astype(dt))
+        self.B_stored = np.asfortranarray(rng.standard_normal((n, k, batch) if tb else
+                                                              (k, n, batch)).astype(dt))
+        self.A = self.A_stored.transpose(1, 0, 2) if ta else self.A_stored
+        self.B = self.B_stored.transpose(1, 0, 2) if tb else self.B_stored
         self.C = np.asfortranarray(rng.standard_normal((m, n, batch)).astype(dt))
-        text = STRIDED.format(t=t, m=m, k=k, n=n) + GROUP.format(t=t, m=m, k=k, n=n)
+        dims = {"t": t, "m": m, "n": n, "trans": trans,
+                "a": f"{k}x{m}" if ta else f"{m}x{k}", "b": f"{n}x{k}" if tb else f"{k}x{n}"}
+        text = STRIDED.format(**dims) + GROUP.format(**dims)
         self.module = backend_opencl.compile(text, device=device)
 
     def _buffers(self) -> list[object]:
         ctx = self.device.context  # type: ignore[attr-defined]
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-        return [cl.Buffer(ctx, flags, hostbuf=x.ravel(order="F")) for x in (self.A, self.B,
-                                                                               self.C)]
+        return [cl.Buffer(ctx, flags, hostbuf=x.ravel(order="F"))
+                for x in (self.A_stored, self.B_stored, self.C)]
 
     def _time_kernel(self, kernel: object, args: list[object], groups: int,
                      wg: tuple[int, int]) -> float:
@@ -133,11 +149,11 @@ class Bench:
         """(seconds, relative error) of the tensor-language kernel."""
         kern = getattr(self.module, layout)
         queue = self.device.queue  # type: ignore[attr-defined]
+        stored = (self.A_stored, self.B_stored, self.C)
         if layout == "strided":
-            values: list = [cl_array.to_device(queue, x) for x in (self.A, self.B, self.C)]
+            values: list = [cl_array.to_device(queue, x) for x in stored]
         else:
-            values = [[x[:, :, g] for g in range(self.batch)] for x in (self.A, self.B,
-                                                                         self.C)]
+            values = [[x[:, :, g] for g in range(self.batch)] for x in stored]
         binders = [kern._check(i, a, v, self.batch) for i, (a, v) in
                    enumerate(zip(kern.info.abi, values, strict=True))]
         bound = [b(self.device.context, queue) for b in binders]  # type: ignore
@@ -169,8 +185,25 @@ class Bench:
 
         return machine.median_time(run, max(1, self.repeat // 2))
 
-    def naive(self) -> float:
-        """A straightforward OpenCL kernel: one work-item per element of C."""
+    def hand(self) -> float | None:
+        """The hand-written register-blocked kernel (:mod:`hand_gemm`; ``gemm.n.n`` only)."""
+        if self.trans != "n.n":
+            return None
+        kernel = cl.Kernel(build_program(self.device, hand_source(self.t, *self.shape)), "hand")
+        buffers = self._buffers()
+        kernel.set_args(*buffers)
+        queue = self.device.queue  # type: ignore[attr-defined]
+        launch(queue, kernel, buffers, self.batch, (1, 1))
+        got = np.empty(self.C.size, self.C.dtype)
+        cl.enqueue_copy(queue, got, buffers[2])
+        want = np.einsum("ikb,kjb->ijb", self.A.astype(np.float64), self.B) + self.C
+        assert np.allclose(got.reshape(self.C.shape, order="F"), want, rtol=1e-4, atol=1e-4)
+        return self._time_kernel(kernel, buffers, self.batch, (1, 1))
+
+    def naive(self) -> float | None:
+        """A straightforward OpenCL kernel: one work-item per element of C (``n.n`` only)."""
+        if self.trans != "n.n":
+            return None
         m, k, n = self.shape
         pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable" if self.t == "f64" else ""
         src = NAIVE.format(c=CTYPES[self.t], m=m, k=k, mk=m * k, kn=k * n, mn=m * n,
@@ -201,21 +234,44 @@ class Bench:
 def _row(row: Row, peak: dict[str, float], copy: float) -> str:
     gf, gb = row.flops / row.seconds / 1e9, row.bytes / row.seconds / 1e9
     m, k, n = row.shape
-    jax = f"{row.jax_s / row.seconds:7.2f}" if row.jax_s else "      -"
-    return (f"{m:>3}x{k:<2}x{n:<3} {row.t} {row.batch:>7} {row.layout:<7} {gf:8.1f} "
-            f"{100 * gf / peak[row.t]:5.0f}% {gb:7.1f} {100 * gb / copy:5.0f}% "
-            f"{row.numpy_s / row.seconds:7.2f} {row.naive_s / row.seconds:7.2f} {jax} "
-            f"{row.error:8.1e}")
+
+    def ratio(other: float | None) -> str:
+        return f"{other / row.seconds:7.2f}" if other else "      -"
+
+    return (f"{m:>3}x{k:<2}x{n:<3} {row.t} {row.trans} {row.batch:>7} {row.layout:<7} "
+            f"{gf:8.1f} {100 * gf / peak[row.t]:5.0f}% {gb:7.1f} {100 * gb / copy:5.0f}% "
+            f"{ratio(row.numpy_s)} {ratio(row.hand_s)} {ratio(row.naive_s)} "
+            f"{ratio(row.jax_s)} {row.error:8.1e}")
 
 
-HEADER = ("shape(MxKxN) type   batch layout  GFLOP/s  %peak    GB/s  %copy  xnumpy  xnaive "
-          "   xjax   relerr")
+HEADER = ("shape(MxKxN) type trans   batch layout  GFLOP/s  %peak    GB/s  %copy  xnumpy   "
+          "xhand  xnaive    xjax   relerr")
 
 
 def _limits(device: object) -> tuple[dict[str, float], float]:
     """(FMA peak per type, copy bandwidth), measured now."""
     return ({"f32": machine.peak_gflops(device, "float"),
              "f64": machine.peak_gflops(device, "double")}, machine.copy_gbps(device))
+
+
+def _measure(device: object, shape: tuple[int, int, int], t: str, batch: int, trans: str,
+             repeat: int, max_gb: float) -> list[Row | str]:
+    """The rows (both layouts) of one configuration, or why it was skipped."""
+    m, k, n = shape
+    gb = (m * k + k * n + m * n) * np.dtype(TYPES[t]).itemsize * batch / 1e9
+    if gb > max_gb:
+        return [f"{m:>3}x{k:<2}x{n:<3} {t} {trans} {batch:>7} skipped: A, B, C take "
+                f"{gb:.1f} GB (--max-gb {max_gb})"]
+    bench = Bench(device, shape, t, batch, repeat, trans)
+    numpy_s, hand_s, naive_s, jax_s = bench.numpy(), bench.hand(), bench.naive(), bench.jax()
+    rows: list[Row | str] = []
+    for layout in ("strided", "group"):
+        seconds, error = bench.ours(layout)
+        rows.append(Row(shape, t, batch, layout, seconds, numpy_s, naive_s, hand_s, jax_s,
+                        error, trans))
+        print(f"  measured {m}x{k}x{n} {t} {trans} {batch} {layout}", file=sys.stderr,
+              flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=0)
     ap.add_argument("--max-gb", type=float, default=2.5,
                     help="skip rows whose A, B and C together exceed this many GB")
+    ap.add_argument("--trans", default="n.n",
+                    help="operand transposes to benchmark, e.g. n.n,t.n,n.t (gemm.t.n: A is "
+                         "stored K x M)")
     args = ap.parse_args(argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s] \
         or list(SHAPES)
@@ -237,24 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     device = get_device(None)
     limits = _limits(device)
     print(f"device: {device.label}", flush=True)
-    rows = []
+    rows: list[Row | str] = []
     for shape in shapes:
         for t in args.types.split(","):
             for batch in batches:
-                m, k, n = shape
-                gb = (m * k + k * n + m * n) * np.dtype(TYPES[t]).itemsize * batch / 1e9
-                if gb > args.max_gb:
-                    rows.append(f"{m:>3}x{k:<2}x{n:<3} {t} {batch:>7} skipped: A, B, C take "
-                                f"{gb:.1f} GB (--max-gb {args.max_gb})")
-                    continue
-                bench = Bench(device, shape, t, batch, repeat)  # type: ignore[arg-type]
-                numpy_s, naive_s, jax_s = bench.numpy(), bench.naive(), bench.jax()
-                for layout in ("strided", "group"):
-                    seconds, error = bench.ours(layout)
-                    rows.append(Row(shape, t, batch, layout, seconds, numpy_s, naive_s, jax_s,
-                                    error))
-                    print(f"  measured {m}x{k}x{n} {t} {batch} {layout}", file=sys.stderr,
-                          flush=True)
+                for trans in args.trans.split(","):
+                    rows += _measure(device, shape, t, batch, trans, repeat, args.max_gb)
     after = _limits(device)  # the limits before and after the rows: the better of each
     peak = {t: max(limits[0][t], after[0][t]) for t in TYPES}
     copy = max(limits[1], after[1])

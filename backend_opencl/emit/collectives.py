@@ -78,7 +78,7 @@ def _emit_call(em: KernelEmitter, inst: Instruction, base: str, text: str, p: Pa
 def _contract(em: KernelEmitter, inst: Instruction, spec: Contraction, out: MemView) -> None:
     em.use_type(spec.elem)
     p = Params()
-    text = contraction_helper(spec, em.plan, _store(em, inst, out), p)
+    text = contraction_helper(spec, em.plan, _store(em, inst, out), p, em.scratch)
     _emit_call(em, inst, f"{inst.name}_{spec.elem}", text, p)
 
 
@@ -93,6 +93,15 @@ def _mat(view: MemView, si: str, sk: str) -> Matrix:
     return Matrix(view.ptr, _space(view), si, sk)
 
 
+def _transposed(inst: Instruction, *names: str) -> str:
+    """The operands ("a", "b") that ``inst`` reads transposed (``trans_a``, ``trans_b``)."""
+    return "".join(name[-1] for name in names if inst.attr(name) is Transpose.T)
+
+
+def _atomic(inst: Instruction) -> bool:
+    return bool(inst.attrs.get("atomic"))
+
+
 @handler("gemm")
 def emit_gemm(em: KernelEmitter, inst: Instruction) -> None:
     """``gemm``: C := alpha op(A) op(B) + beta C."""
@@ -101,7 +110,8 @@ def emit_gemm(em: KernelEmitter, inst: Instruction) -> None:
     _, n, sbk, sbn = _op(B, inst.attr("trans_b"))
     spec = Contraction(C.type.element, _pick(m, C.shape[0]), _pick(n, C.shape[1]), k,
                        _mat(A, sam, sak), _mat(B, sbk, sbn),
-                       _mat(C, C.strides[0], C.strides[1]), *_scales(em, inst))
+                       _mat(C, C.strides[0], C.strides[1]), *_scales(em, inst),
+                       _transposed(inst, "trans_a", "trans_b"), _atomic(inst))
     _contract(em, inst, spec, C)
 
 
@@ -112,7 +122,7 @@ def emit_gemv(em: KernelEmitter, inst: Instruction) -> None:
     m, k, sam, sak = _op(A, inst.attr("trans_a"))
     spec = Contraction(c.type.element, _pick(m, c.shape[0]), "1", k, _mat(A, sam, sak),
                        _mat(b, b.strides[0], "0"), _mat(c, c.strides[0], "0"),
-                       *_scales(em, inst))
+                       *_scales(em, inst), _transposed(inst, "trans_a"), _atomic(inst))
     _contract(em, inst, spec, c)
 
 

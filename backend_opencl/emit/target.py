@@ -29,6 +29,11 @@ class Target:
     """Vector registers per core (the register-block budget)."""
     register_blocks: tuple[tuple[str, int, int], ...] = ()
     """Tuned register blocks: (kernel name, RM, RN), overriding the cost model."""
+    stage_transposed: bool | None = None
+    """Stage transposed gemm/gemv operands through local memory: True / False for every
+    kernel (tests), None: a tuned choice (``staged_kernels``) or the cost model's."""
+    staged_kernels: tuple[tuple[str, bool], ...] = ()
+    """Tuned staging choices: (kernel name, staged)."""
 
     @property
     def native_subgroups(self) -> bool:
@@ -75,6 +80,8 @@ class KernelPlan:
     registers: int = 16
     register_block: tuple[int, int] | None = None
     """A tuned RM x RN for the kernel's contractions (None: the cost model decides)."""
+    stage: bool | None = None
+    """Stage transposed operands through local memory (None: the cost model decides)."""
 
     @property
     def num_work_items(self) -> int:
@@ -105,9 +112,12 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
                               f"must be a multiple of subgroup_size({sg})")
     tuned = next(((rm, rn) for name, rm, rn in target.register_blocks if name == func.name),
                  None)
+    stage = target.stage_transposed
+    if stage is None:
+        stage = next((s for name, s in target.staged_kernels if name == func.name), None)
     return KernelPlan(wg, sg, target.native_subgroups, blocked=target.kind == "cpu",
                       vector_bytes=target.vector_bytes, registers=target.registers,
-                      register_block=tuned)
+                      register_block=tuned, stage=stage)
 
 
 def _default_wg(target: Target, sg: int | None) -> tuple[int, int]:

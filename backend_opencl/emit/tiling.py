@@ -5,19 +5,29 @@ elementwise update is described by a spec; :func:`contraction_helper` /
 :func:`elementwise_helper` / :func:`reduction_helper` turn it into a helper function run
 by every work-item of the work-group.  The loops themselves come from isl
 (:mod:`tensorlang.schedule.tiling`): the work-item's full ``RM x RN`` register blocks run
-straight-line code (k innermost, ``a*b+c``), edge blocks run loops bounded exactly by the
+straight-line code (k innermost, ``a*b+c``; on CPU plans in explicit ``floatV`` /
+``doubleV`` vectors along the rows), edge blocks run loops bounded exactly by the
 remaining rows and columns, so sizes need not divide the tiles and nothing is accessed out
-of bounds.  Register-block sizes come from :mod:`backend_opencl.emit.costmodel` (or
-``tlc tune``).  This module prints statements; it builds no loop bounds itself.
+of bounds.  A transposed operand may be staged: panels of it are copied through local
+memory along its contiguous mode and the blocks read them from there.  Register-block
+sizes and staging come from :mod:`backend_opencl.emit.costmodel` (or ``tlc tune``).  This
+module prints statements; it builds no loop bounds itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from backend_opencl.emit.cnames import ctype, zero
-from backend_opencl.emit.costmodel import pow2_at_least, register_block
+from backend_opencl.emit.cnames import ctype, literal, zero
+from backend_opencl.emit.costmodel import (
+    lanes,
+    pow2_at_least,
+    register_block,
+    stage_depth,
+    staged_operand,
+)
 from backend_opencl.emit.loops import Statement, write_loops
 from backend_opencl.emit.target import KernelPlan
 from backend_opencl.emit.update import Scale, madd, scaled
@@ -26,7 +36,12 @@ from backend_opencl.emit.view import add, is_literal, mul
 from backend_opencl.emit.writer import Writer
 from tensorlang.ir.types import ScalarType
 from tensorlang.schedule.loops import Node
-from tensorlang.schedule.tiling import TileShape, contraction_loops, distributed
+from tensorlang.schedule.tiling import (
+    TileShape,
+    contraction_loops,
+    distributed,
+    staged_loops,
+)
 
 Store = Callable[[str, str], str]
 """(lvalue, value) -> the C statement that updates the output element."""
@@ -58,6 +73,9 @@ class Contraction:
     c: Matrix
     alpha: Scale
     beta: Scale
+    transposed: str = ""
+    """The operands (``"a"``, ``"b"``) read along their non-contiguous mode."""
+    atomic: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,32 +128,185 @@ def _storage(elem: ScalarType) -> str:
 
 
 def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStore,
-                       p: Params) -> str:
+                       p: Params, scratch: Scratch | None = None) -> str:
     """Helper text (named ``@NAME@``) for a contraction; ``p`` collects its parameters.
 
     The loops come from the scheduler (:func:`tensorlang.schedule.tiling.contraction_loops`):
     full register blocks run straight-line code, edge blocks loop exactly over the rows and
-    columns that exist.
+    columns that exist.  When the cost model (or the plan) stages a transposed operand and
+    ``scratch`` provides local memory, :func:`_staged` writes the staged variant (not
+    for an atomic update whose K takes several chunks: C would be updated once per chunk).
     """
     t = spec.elem
     rm, rn = register_block(plan, t, spec.m, spec.n)
     shape = TileShape(plan.work_group_size, rm, rn, plan.blocked)
+    operand = staged_operand(plan, t, spec.transposed, spec.n) if scratch is not None else None
+    vector = _vector_width(plan, t, rm, spec.atomic)
     a = p.matrix(spec.a, t, "A", True)
     b = p.matrix(spec.b, t, "B", True) if spec.b is not None else None
     m, n, k = (p.value(e, "long", x) for e, x in ((spec.m, "M"), (spec.n, "N"), (spec.k, "K")))
     alpha = _scale_param(spec.alpha, t, p, "alpha")
-    store = make_store(_scale_param(spec.beta, t, p, "beta"))
+    beta = _scale_param(spec.beta, t, p, "beta")
     c = p.matrix(spec.c, t, "C", False)
-    loops = contraction_loops(shape, m, n)
-    body = _ContractionBody(t, shape, a, b, c, k, alpha, store)
     w = Writer(1)
     wgx, wgy = plan.work_group_size
     w.line(f"const long lx = {'0' if wgx == 1 else 'get_local_id(0)'};")
     w.line(f"const long ly = {'0' if wgy == 1 else 'get_local_id(1)'};")
-    write_loops(w, loops.full, {"Full": body.block(loops.rows, loops.cols, loops.cells)})
+    if operand is not None and scratch is not None and (b is not None or operand == "a"):
+        depth = stage_depth(t, shape.tm if operand == "a" else shape.tn, k)
+        if not spec.atomic or (is_literal(k) and int(k) <= depth):
+            _staged(w, _Operands(t, shape, a, b, c, alpha, make_store, beta, vector),
+                    (m, n, k), operand, depth, scratch, p)
+            return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
+    loops = contraction_loops(shape, m, n)
+    body = _ContractionBody(t, shape, _global_a(a), _global_b(b), c, k, alpha,
+                            make_store(beta), vector=vector, a_ptr=_global_a_ptr(a))
+    write_loops(w, loops.full, {"Full": body.block(loops.rows, loops.cols, loops.cells,
+                                                   full=True)})
     write_loops(w, loops.edge, {"Edge": body.block(loops.edge_rows, loops.edge_cols,
                                                    loops.edge_cells)})
     return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
+
+
+Scratch = Callable[[int, str], str]
+"""(bytes, element C type) -> a ``local`` pointer to that much scratch memory."""
+
+At = Callable[[str, str], str]
+"""(row or k, k or column) -> the C expression of an operand's element."""
+
+Ptr = Callable[[str, str], "str | None"]
+"""(row, k) -> a pointer to op(A)[row, k] when A's rows are contiguous, else None."""
+
+
+def _shifted(k: str, k0: str) -> str:
+    return f"({k0} + {k})" if k0 else k
+
+
+def _global_a(a: Matrix, k0: str = "") -> At:
+    """op(A)[row, k0 + k] in global memory."""
+    return lambda row, k: f"{a.ptr}[{add(mul(row, a.si), mul(_shifted(k, k0), a.sk))}]"
+
+
+def _global_a_ptr(a: Matrix, k0: str = "") -> Ptr:
+    """&op(A)[row, k0 + k] when A's rows are contiguous."""
+    def ptr(row: str, k: str) -> str | None:
+        return f"{a.ptr} + {add(row, mul(_shifted(k, k0), a.sk))}" if a.si == "1" else None
+
+    return ptr
+
+
+def _vector_width(plan: KernelPlan, t: ScalarType, rm: int, atomic: bool) -> int:
+    """Lanes of the explicit vectors of full blocks: the register's width for f32 / f64
+    (halved until it divides RM) on CPU plans with plain stores; 0 for scalar code."""
+    if not plan.blocked or atomic or not t.is_float or t.bits not in (32, 64):
+        return 0
+    v = lanes(plan, t)
+    while v > 1 and rm % v:
+        v //= 2
+    return v if v >= 2 else 0
+
+
+def _global_b(b: Matrix | None, k0: str = "") -> At | None:
+    """op(B)[k0 + k, col] in global memory (None for a sum's ones)."""
+    if b is None:
+        return None
+    return lambda k, col: f"{b.ptr}[{add(mul(_shifted(k, k0), b.si), mul(col, b.sk))}]"
+
+
+@dataclass(frozen=True)
+class _Operands:
+    """Everything a staged contraction needs besides its sizes."""
+
+    t: ScalarType
+    shape: TileShape
+    a: Matrix
+    b: Matrix | None
+    c: Matrix
+    alpha: Scale
+    make_store: MakeStore
+    beta: Scale
+    vector: int = 0
+
+
+def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str], operand: str,
+            depth: int, scratch: Scratch, p: Params) -> None:
+    """The staged variant: per panel of ``operand`` and K chunk, the work-group copies the
+    chunk into local memory along the operand's contiguous mode, then every work-item
+    accumulates its blocks of the panel from there; the first chunk applies beta, later
+    ones add to C (a single chunk when K fits)."""
+    t, sh = ops.t, ops.shape
+    m, n, k = sizes
+    width = sh.tm if operand == "a" else sh.tn
+    local = p.value(scratch(width * depth * _bytes(t), ctype(t)), f"local {ctype(t)}*", "L")
+    loops = staged_loops(sh, m, n, k, operand, depth)
+    chunked = not (is_literal(k) and int(k) <= depth)
+    kb = f"min((long){depth}, {k} - k0)" if chunked else k
+    items = sh.wg[0] * sh.wg[1]
+    x0 = "m0" if operand == "a" else "n0"
+    src = ops.a if operand == "a" else ops.b
+    assert src is not None
+
+    def copy(w: Writer, pk: tuple[str, ...]) -> None:
+        row, kk = f"({x0} + {pk[0]})", f"(k0 + {pk[1]})"
+        get = _global_a(src) if operand == "a" else _global_b(src)
+        assert get is not None
+        element = get(row, kk) if operand == "a" else get(kk, row)
+        w.line(f"{local}[{add(mul(pk[1], str(width)), pk[0])}] = {element};")
+
+    def at_local(index: str, kk: str) -> str:
+        return f"{local}[{add(mul(kk, str(width)), f'{index} - {x0}')}]"
+
+    a_at = (lambda row, kk: at_local(row, kk)) if operand == "a" else _global_a(ops.a, "k0")
+    b_at = (lambda kk, col: at_local(col, kk)) if operand == "b" else _global_b(ops.b, "k0")
+    later = ops.make_store(Scale(literal(1, t), 1)) if chunked else None
+    a_ptr = (lambda row, kk: f"{local} + {add(mul(kk, str(width)), f'{row} - {x0}')}") \
+        if operand == "a" else _global_a_ptr(ops.a, "k0")
+    body = _ContractionBody(t, sh, a_at, b_at, ops.c, "kb", ops.alpha, ops.make_store(ops.beta),
+                            later, ops.vector, a_ptr)
+    intra = loops.intra
+    blocks = {"Full": body.block(intra.rows, intra.cols, intra.cells, x0, full=True),
+              "Edge": body.block(intra.edge_rows, intra.edge_cols, intra.edge_cells, x0)}
+
+    def chunk(w: Writer, k0: tuple[str, ...]) -> None:
+        with _scope(w):
+            _bind(w, "k0", k0[0])
+            w.line(f"const long kb = {kb};")
+            write_loops(w, loops.copy, {"Copy": copy})
+            if items > 1:
+                w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+            write_loops(w, loops.full, blocks)
+            write_loops(w, loops.edge, blocks)
+            if items > 1:
+                w.line("barrier(CLK_LOCAL_MEM_FENCE); // the panel is overwritten next")
+
+    def panel(w: Writer, origin: tuple[str, ...]) -> None:
+        with _scope(w):
+            _bind(w, x0, origin[0])
+            write_loops(w, loops.chunks, {"Chunk": chunk})
+
+    if items > 1:
+        w.line(f"const long lid = {_linear_id_of(sh.wg)};")
+    write_loops(w, loops.panels, {"Panel": panel})
+
+
+def _bind(w: Writer, name: str, value: str) -> None:
+    """``name`` holds ``value`` (already so when the loop variable has that name)."""
+    if value != name:
+        w.line(f"const long {name} = {value};")
+
+
+@contextmanager
+def _scope(w: Writer) -> Iterator[None]:
+    """A ``{ ... }`` block."""
+    w.line("{")
+    w.level += 1
+    yield
+    w.level -= 1
+    w.line("}")
+
+
+def _bytes(t: ScalarType) -> int:
+    return max(1, t.bits // 8)
 
 
 _REGS = ("r", "c")
@@ -159,49 +330,124 @@ def _unrolled(w: Writer, loops: list[tuple[str, int]], stmt: str) -> None:
 
 @dataclass
 class _ContractionBody:
-    """The statements of one register block: accumulate over k, then update C."""
+    """The statements of one register block: accumulate over k, then update C.
+
+    ``a_at(row, k)`` / ``b_at(k, col)`` read the operands (global memory, or a staged
+    panel with ``k`` counted from the chunk's start); ``later_store``, when given, updates
+    C after the first K chunk (``k0 != 0``) instead of ``store``.
+    """
 
     t: ScalarType
     shape: TileShape
-    a: Matrix
-    b: Matrix | None
+    a_at: At
+    b_at: At | None
     c: Matrix
     k: str
     alpha: Scale
     store: Store
+    later_store: Store | None = None
+    vector: int = 0
+    """Lanes of the explicit vectors of full blocks (0: scalar code, vectorised by PoCL)."""
+    a_ptr: Ptr | None = None
+    """Pointer to op(A)[row, k] when rows are contiguous (vector loads), else None."""
 
-    def block(self, rows: Node, cols: Node, cells: Node) -> Statement:
-        """The statement ``Full(m0, n0)`` / ``Edge(m0, n0)`` with these intra-block loops."""
+    def block(self, rows: Node, cols: Node, cells: Node, panel: str = "",
+              full: bool = False) -> Statement:
+        """The statement ``Full(m0, n0)`` / ``Edge(m0, n0)`` with these intra-block loops
+        (``Full(n0)`` in the panel ``m0`` when ``panel`` is ``"m0"``, and vice versa);
+        ``full`` blocks use explicit vectors when ``vector`` is set."""
 
         def emit(w: Writer, origin: tuple[str, ...]) -> None:
-            w.line("{")
-            w.level += 1
-            self._emit(w, origin, rows, cols, cells)
-            w.level -= 1
-            w.line("}")
+            if panel:
+                origin = ("m0", origin[0]) if panel == "m0" else (origin[0], "n0")
+            with _scope(w):
+                self._origin(w, origin)
+                if full and self.vector:
+                    self._emit_vector(w)
+                else:
+                    self._emit(w, rows, cols, cells)
 
         return emit
 
-    def _emit(self, w: Writer, origin: tuple[str, ...], rows: Node, cols: Node,
-              cells: Node) -> None:
-        t, sh = self.t, self.shape
+    def _origin(self, w: Writer, origin: tuple[str, ...]) -> None:
+        sh = self.shape
         row0 = mul("lx", str(sh.rm)) if sh.blocked else "lx"
         col0 = mul("ly", str(sh.rn)) if sh.blocked else "ly"
         w.line(f"const long mb = {add(_paren(origin[0]), row0)};")
         w.line(f"const long nb = {add(_paren(origin[1]), col0)};")
+
+    def _emit_vector(self, w: Writer) -> None:
+        """A full block in explicit ``floatV`` vectors: PoCL's SLP vectoriser does not
+        always find the vectors itself (with a transposed B it fell back to scalar FMAs,
+        7x slower)."""
+        t, sh, v = self.t, self.shape, self.vector
+        vt, nv = f"{ctype(t)}{v}", sh.rm // v
+        w.line(f"{vt} acc[{sh.rn}][{nv}];")
+        _unrolled(w, [("c", sh.rn), ("v", nv)], f"acc[c][v] = ({vt})({zero(t)});")
+        with w.block(f"for (long k = 0; k < {self.k}; ++k)"):
+            w.line(f"{vt} a[{nv}];")
+            _unrolled(w, [("v", nv)], f"a[v] = {self._vector_a(f'(mb + {v} * v)')};")
+            if self.b_at is None:
+                _unrolled(w, [("c", sh.rn), ("v", nv)], "acc[c][v] = a[v] + acc[c][v];")
+            else:
+                w.line(f"{ctype(t)} b[{sh.rn}];")
+                _unrolled(w, [("c", sh.rn)], f"b[c] = {self.b_at('k', '(nb + c)')};")
+                _unrolled(w, [("c", sh.rn), ("v", nv)], "acc[c][v] = a[v] * b[c] + acc[c][v];")
+        if self.later_store is None:
+            self._vector_update(w, self.store)
+            return
+        with w.block("if (k0 == 0)"):
+            self._vector_update(w, self.store)
+        with w.else_block():
+            self._vector_update(w, self.later_store)
+
+    def _vector_a(self, row0: str) -> str:
+        v = self.vector
+        ptr = self.a_ptr(row0, "k") if self.a_ptr is not None else None
+        if ptr is not None:
+            return f"vload{v}(0, {ptr})"
+        parts = ", ".join(self.a_at(f"({row0} + {i})", "k") for i in range(v))
+        return f"({ctype(self.t)}{v})({parts})"
+
+    def _vector_update(self, w: Writer, store: Store) -> None:
+        """C updated a vector at a time (``vloadV``/``vstoreV`` along contiguous rows, the
+        old value read only when the store needs it), else element by element."""
+        t, sh, v, c = self.t, self.shape, self.vector, self.c
+        for col in range(sh.rn):
+            for i in range(sh.rm // v):
+                acc = f"acc[{col}][{i}]"
+                if c.si == "1":
+                    ptr = f"{c.ptr} + {add(f'(mb + {i * v})', mul(f'(nb + {col})', c.sk))}"
+                    stmt = store("cv", scaled(t, self.alpha, acc))
+                    old = f" = vload{v}(0, {ptr})" if stmt.count("cv") > 1 else ""
+                    w.line(f"{{ {ctype(t)}{v} cv{old}; {stmt} vstore{v}(cv, 0, {ptr}); }}")
+                    continue
+                for j in range(v):
+                    row, part = f"(mb + {i * v + j})", f"{acc}.s{j:x}"
+                    out = f"{c.ptr}[{add(mul(row, c.si), mul(f'(nb + {col})', c.sk))}]"
+                    w.line(store(out, scaled(t, self.alpha, part)))
+
+    def _emit(self, w: Writer, rows: Node, cols: Node, cells: Node) -> None:
+        t, sh = self.t, self.shape
         w.line(f"{ctype(t)} acc[{sh.rn}][{sh.rm}];")
         _unrolled(w, [("c", sh.rn), ("r", sh.rm)], f"acc[c][r] = {zero(t)};")
         with w.block(f"for (long k = 0; k < {self.k}; ++k)"):
             w.line(f"{ctype(t)} a[{sh.rm}];")
             write_loops(w, rows, {"Row": self._load_a}, _REGS)
-            if self.b is None:
+            if self.b_at is None:
                 write_loops(w, cells, {"Cell": lambda w, cr: w.line(
                     f"acc[{cr[0]}][{cr[1]}] = a[{cr[1]}] + acc[{cr[0]}][{cr[1]}];")}, _REGS)
             else:
                 w.line(f"{ctype(t)} b[{sh.rn}];")
                 write_loops(w, cols, {"Col": self._load_b}, _REGS)
                 write_loops(w, cells, {"Cell": self._madd}, _REGS)
-        write_loops(w, cells, {"Cell": self._update}, _REGS)
+        if self.later_store is None:
+            write_loops(w, cells, {"Cell": self._updater(self.store)}, _REGS)
+            return
+        with w.block("if (k0 == 0)"):
+            write_loops(w, cells, {"Cell": self._updater(self.store)}, _REGS)
+        with w.else_block():
+            write_loops(w, cells, {"Cell": self._updater(self.later_store)}, _REGS)
 
     def _row(self, r: str) -> str:
         return f"(mb + {r})" if self.shape.blocked else f"(mb + {mul(r, str(self.shape.wg[0]))})"
@@ -210,22 +456,23 @@ class _ContractionBody:
         return f"(nb + {c})" if self.shape.blocked else f"(nb + {mul(c, str(self.shape.wg[1]))})"
 
     def _load_a(self, w: Writer, r: tuple[str, ...]) -> None:
-        a = self.a
-        w.line(f"a[{r[0]}] = {a.ptr}[{add(mul(self._row(r[0]), a.si), mul('k', a.sk))}];")
+        w.line(f"a[{r[0]}] = {self.a_at(self._row(r[0]), 'k')};")
 
     def _load_b(self, w: Writer, c: tuple[str, ...]) -> None:
-        b = self.b
-        assert b is not None
-        w.line(f"b[{c[0]}] = {b.ptr}[{add(mul('k', b.si), mul(self._col(c[0]), b.sk))}];")
+        assert self.b_at is not None
+        w.line(f"b[{c[0]}] = {self.b_at('k', self._col(c[0]))};")
 
     def _madd(self, w: Writer, cr: tuple[str, ...]) -> None:
         acc = f"acc[{cr[0]}][{cr[1]}]"
         w.line(f"{acc} = {madd(self.t, f'a[{cr[1]}]', f'b[{cr[0]}]', acc)};")
 
-    def _update(self, w: Writer, cr: tuple[str, ...]) -> None:
-        c = self.c
-        out = f"{c.ptr}[{add(mul(self._row(cr[1]), c.si), mul(self._col(cr[0]), c.sk))}]"
-        w.line(self.store(out, scaled(self.t, self.alpha, f"acc[{cr[0]}][{cr[1]}]")))
+    def _updater(self, store: Store) -> Statement:
+        def update(w: Writer, cr: tuple[str, ...]) -> None:
+            c = self.c
+            out = f"{c.ptr}[{add(mul(self._row(cr[1]), c.si), mul(self._col(cr[0]), c.sk))}]"
+            w.line(store(out, scaled(self.t, self.alpha, f"acc[{cr[0]}][{cr[1]}]")))
+
+        return update
 
 
 def elementwise_helper(spec: Elementwise, plan: KernelPlan, make_store: MakeStore,
@@ -267,7 +514,11 @@ def elementwise_helper(spec: Elementwise, plan: KernelPlan, make_store: MakeStor
 
 
 def _linear_id(plan: KernelPlan) -> str:
-    wgx, wgy = plan.work_group_size
+    return _linear_id_of(plan.work_group_size)
+
+
+def _linear_id_of(wg: tuple[int, int]) -> str:
+    wgx, wgy = wg
     if wgx * wgy == 1:
         return "0"
     return "get_local_id(0)" if wgy == 1 else f"get_local_id(0) + get_local_id(1) * {wgx}"

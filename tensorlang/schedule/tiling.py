@@ -12,6 +12,11 @@ range: straight-line register code) and *edge* blocks, whose intra-block loops i
 bounds by the remaining rows and columns, so nothing is accessed out of bounds and no
 full-block work is wasted on a small remainder.
 
+A contraction with a staged operand (:func:`staged_loops`) walks the panels of that
+operand and their K chunks uniformly over the work-group (barriers go between them), deals
+each chunk's copy to the work-items along the operand's contiguous mode, and visits the
+work-item's full and edge blocks within the panel.
+
 Elementwise updates and vector reductions distribute points cyclically over the
 work-items (:func:`distributed`).
 """
@@ -93,16 +98,75 @@ def contraction_loops(shape: TileShape, m: str, n: str) -> ContractionLoops:
     return ContractionLoops(loops[0], loops[1], rows, cols, cells, erows, ecols, ecells)
 
 
-def block_domains(shape: TileShape, m: str, n: str) -> tuple[object, object]:
-    """(full, edge) sets of block origins ``Blk[m0, n0]`` of one work-item."""
+def block_domains(shape: TileShape, m: str, n: str,
+                  tuple_: str = "Blk[m0, n0]") -> tuple[object, object]:
+    """(full, edge) sets of block origins ``Blk[m0, n0]`` of one work-item.
+
+    With ``tuple_`` ``Blk[n0]`` (or ``Blk[m0]``) the other origin is a parameter: the
+    blocks of one panel of a staged contraction.
+    """
     tile = f"exists (a, b: m0 = {shape.tm}a and n0 = {shape.tn}b)"
     first = [tile, "m0 >= 0", "n0 >= 0", f"m0 + {shape.first_row()} < {m}",
              f"n0 + {shape.first_col()} < {n}", *_work_item_bounds(shape)]
     last_row = f"m0 + {shape.first_row()} + {shape.row_offset(str(shape.rm - 1))} < {m}"
     last_col = f"n0 + {shape.first_col()} + {shape.col_offset(str(shape.rn - 1))} < {n}"
-    blocks = space.set_("Blk[m0, n0]", first)
-    full = space.set_("Blk[m0, n0]", [*first, last_row, last_col])
+    blocks = space.set_(tuple_, first)
+    full = space.set_(tuple_, [*first, last_row, last_col])
     return full, blocks.subtract(full)
+
+
+@dataclass(frozen=True)
+class StagedLoops:
+    """Loop trees of a contraction whose A panel (rows ``m0 .. m0+TM``, ``operand`` "a")
+    or B panel (columns ``n0 .. n0+TN``, "b") is staged through local memory.
+
+    ``panels`` visits the panels, ``Panel(x0)``, and ``chunks`` the K chunks of depth
+    ``depth`` of a panel, ``Chunk(k0)``; both are the same for every work-item (barriers
+    go between them).  ``copy`` deals the chunk's elements ``Copy(p, kk)`` (``p`` the row
+    or column within the panel) to the work-items ``lid``, ``kk`` fastest for A and ``p``
+    for B (the operand's contiguous mode when it is transposed: coalesced), bounded
+    exactly by the sizes.  ``full`` / ``edge`` visit the work-item's blocks in the panel,
+    ``Full(y0)`` / ``Edge(y0)`` (``y0`` the other origin); the intra-block loops are
+    those of :class:`ContractionLoops`.
+    """
+
+    panels: Node
+    chunks: Node
+    copy: Node
+    full: Node
+    edge: Node
+    intra: ContractionLoops
+
+
+def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
+                 depth: int) -> StagedLoops:
+    """isl-generated loops of a contraction over ``m x n x k`` with ``operand`` staged in
+    panels ``depth`` deep along k."""
+    x0, y0, tx, ext = ("m0", "n0", shape.tm, m) if operand == "a" else ("n0", "m0", shape.tn, n)
+    panel = [f"{x0} mod {tx} = 0", f"0 <= {x0} < {ext}"]
+    chunk = [f"k0 mod {depth} = 0", f"0 <= k0 < {k}"]
+    sizes = [f"{m} >= 0", f"{n} >= 0", f"{k} >= 0"]
+    panels = generate(space.map_(f"Panel[{x0}] -> [{x0}]", space.set_(f"Panel[{x0}]", panel)),
+                      space.context(sizes), (x0,))
+    chunks = generate(space.map_("Chunk[k0] -> [k0]", space.set_("Chunk[k0]", chunk)),
+                      space.context([*sizes, *panel]), ("k0",))
+    items = shape.wg[0] * shape.wg[1]
+    fast = "kk" if operand == "a" else "p"
+    copy_set = [f"0 <= p < {tx}", f"{x0} + p < {ext}", f"0 <= kk < {depth}", f"k0 + kk < {k}"]
+    lid_ctx = []
+    if items > 1:
+        copy_set.append(f"exists (q: {fast} = lid + {items}q)")
+        lid_ctx = [f"0 <= lid < {items}"]
+    order = "Copy[p, kk] -> [p, kk]" if operand == "a" else "Copy[p, kk] -> [kk, p]"
+    copy = generate(space.map_(order, space.set_("Copy[p, kk]", copy_set)),
+                    space.context([*sizes, *panel, *chunk, *lid_ctx]),
+                    ("p", "kk") if operand == "a" else ("kk", "p"))
+    ctx = _work_item_context(shape, [*sizes, *panel])
+    full, edge = block_domains(shape, m, n, f"Blk[{y0}]")
+    trees = [_rename(generate(space.map_(f"Blk[{y0}] -> [{y0}]", d), ctx, (y0,)), name)
+             for d, name in ((full, "Full"), (edge, "Edge"))]
+    return StagedLoops(panels, chunks, copy, trees[0], trees[1],
+                       contraction_loops(shape, m, n))
 
 
 def _intra(shape: TileShape, m: str | None, n: str | None) -> tuple[Node, Node, Node]:
