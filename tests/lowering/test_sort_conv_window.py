@@ -1,27 +1,10 @@
-"""sort, chlo.top_k, reduce_window, select_and_scatter and convolution against numpy."""
+"""reduce_window and convolution against numpy (sort and chlo.top_k: test_sort.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tests.lowering.conftest import module, rand, run
-
-
-def test_sort_rows_with_payload() -> None:
-    text = module("(%k: tensor<3x6xi32>, %v: tensor<3x6xf32>) -> "
-                  "(tensor<3x6xi32>, tensor<3x6xf32>)", """
-  %0:2 = "stablehlo.sort"(%k, %v) <{dimension = 1 : i64, is_stable = true}> ({
-  ^bb0(%a: tensor<i32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<f32>):
-    %lt = stablehlo.compare LT, %a, %b : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %lt : tensor<i1>
-  }) : (tensor<3x6xi32>, tensor<3x6xf32>) -> (tensor<3x6xi32>, tensor<3x6xf32>)
-  return %0#0, %0#1 : tensor<3x6xi32>, tensor<3x6xf32>""")
-    keys = np.random.default_rng(1).integers(0, 4, size=(3, 6)).astype(np.int32)
-    vals = rand((3, 6))
-    order = np.argsort(keys, axis=1, kind="stable")
-    got_k, got_v = run(text, keys, vals)
-    np.testing.assert_array_equal(got_k, np.take_along_axis(keys, order, 1))
-    np.testing.assert_array_equal(got_v, np.take_along_axis(vals, order, 1))
 
 
 def test_reduce_window_max_pool() -> None:
