@@ -132,23 +132,28 @@ def make_complex(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     return f.k.emit(f"complex {re}, {im} : {types.elem(op.result)}")
 
 
-_FLOAT_BITS = {"f32": (8, 23, "u32"), "f64": (11, 52, "u64")}
+_FLOAT_BITS = {"f16": (5, 10, "u16"), "bf16": (8, 7, "u16"), "f32": (8, 23, "u32"),
+               "f64": (11, 52, "u64")}
 
 
 @elemental("stablehlo.reduce_precision")
 def reduce_precision(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
-    """Round to ``mantissa_bits`` (to nearest even) and clamp to ``exponent_bits``, as XLA
-    does, on the bits of an f32 (f16/bf16 go through f32) or f64."""
+    """Round to ``mantissa_bits`` (to nearest even) and clamp to ``exponent_bits`` on the
+    type's own bits, as the reference interpreter does (narrow floats go through f32).
+
+    NaN stays NaN, except with no mantissa bits left, where it becomes +inf (the
+    reference's rule; the bit arithmetic alone could carry a NaN into the sign bit)."""
     (x,) = f.operands(op, idx)
     t = types.elem(op.result)
-    wide = "f64" if t == "f64" else "f32"
-    x = f.k.cast(x, t, wide)
+    k = f.k
+    wide = t if t in _FLOAT_BITS else "f32"
+    x = k.cast(x, t, wide)
     e = int(op.attr("exponent_bits"))  # type: ignore[arg-type]
     m = int(op.attr("mantissa_bits"))  # type: ignore[arg-type]
     result = _reduce_bits(f, x, wide, e, m)
-    if m > 0:
-        result = f.k.select(f.k.cmp("ne", x, x, wide), x, result, wide)
-    return f.k.cast(result, wide, t)
+    nan_result = x if m > 0 else k.const(float("inf"), wide)
+    result = k.select(k.cmp("ne", x, x, wide), nan_result, result, wide)
+    return k.cast(result, wide, t)
 
 
 def _reduce_bits(f: Fused, x: str, t: str, e: int, m: int) -> str:
