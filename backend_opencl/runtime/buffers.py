@@ -31,6 +31,14 @@ def upload(device: Any, host: np.ndarray) -> Any:
     return arr
 
 
+def write(arr: Any, host: np.ndarray) -> None:
+    """Copy ``host``'s elements (row-major, ``arr``'s dtype and size) into device array
+    ``arr`` without waiting: ``host`` must stay alive until the queue has run the copy."""
+    flat = np.ascontiguousarray(host).reshape(-1)
+    if flat.size:
+        arr.set(flat, async_=True)
+
+
 def download(arr: Any, n: int) -> np.ndarray:
     """The first ``n`` elements of a flat device array."""
     return arr.get()[:n].copy()

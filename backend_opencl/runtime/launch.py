@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyopencl as cl
+
+from backend_opencl.runtime import memory
 
 
 def get_kernel(program: Any, name: str) -> Any:
@@ -20,6 +22,25 @@ def launch(queue: Any, kernel: Any, args: Sequence[Any], num_groups: int,
     for index, arg in enumerate(args):
         kernel.set_arg(index, arg)
     return cl.enqueue_nd_range_kernel(queue, kernel, (num_groups * wgx, wgy), (wgx, wgy))
+
+
+def prepared(queue: Any, program: Any, name: str, num_groups: int,
+             work_group_size: tuple[int, int]) -> Callable[[Sequence[Any]], None]:
+    """A launch of kernel ``name`` whose NDRange is resolved once: call it with the device
+    arrays of its arguments (one buffer parameter each); it enqueues without waiting (the
+    queue is in order, so later commands see its results)."""
+    kernel = cl.Kernel(program, name)  # its own object: arguments set here stay set
+    wgx, wgy = work_group_size
+    global_size, local_size = (num_groups * wgx, wgy), (wgx, wgy)
+    set_arg, enqueue, device_buffer = kernel.set_arg, cl.enqueue_nd_range_kernel, \
+        memory.device_buffer
+
+    def run(arrays: Sequence[Any]) -> None:
+        for index, arr in enumerate(arrays):
+            set_arg(index, device_buffer(arr))
+        enqueue(queue, kernel, global_size, local_size)
+
+    return run
 
 
 def finish(queue: Any) -> None:

@@ -1,8 +1,9 @@
-"""Control flow on the host: while, if, case, func.call (inlined), optimization_barrier.
+"""Control flow on the host: while, if, case, optimization_barrier, tuples.
 
 Predicates are computed into one-element buffers that the executor reads back.  Loop
 state lives in fresh "carry" buffers; results of the body are copied into them (through
-temporaries when the body permutes carried buffers).
+temporaries when the body permutes carried buffers).  ``func.call`` and
+``stablehlo.composite`` never get here: :mod:`frontend.lower.inline` inlines them first.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr
 from frontend.lower.driver import FuncLowering
-from frontend.lower.fused import Fused
-from frontend.lower.registry import elemental, kernel
+from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Case, Copy, If, While
 
@@ -90,40 +89,6 @@ def case(lw: FuncLowering, op: Op) -> None:
     outs, branches = _branches(lw, op)
     lw.step(Case(index, tuple(branches)))
     _bind_results(lw, op, outs)
-
-
-@kernel("func.call", "stablehlo.composite")
-def call(lw: FuncLowering, op: Op) -> None:
-    """Inline the callee (a composite's decomposition)."""
-    target = op.attr("callee" if op.name == "func.call" else "decomposition")
-    name = str(target).lstrip("@").strip('"')
-    callee = lw.module.func(name)
-    if callee is None or callee.body is None:
-        raise CompileError.at(op.loc, f"no function @{name} to call")
-    for r, v in zip(op.results, lw.call(callee, op.operands, op.loc), strict=True):
-        lw.bind(r, lw.materialize(v))
-
-
-@elemental("func.call")
-def call_elemental(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
-    """A call of a single-result function inside a fused kernel: its body, inlined."""
-    name = str(op.attr("callee")).lstrip("@").strip('"')
-    callee = f.lw.module.func(name)
-    if callee is None or callee.body is None or len(op.results) != 1:
-        raise CompileError.at(op.loc, f"'{op.name}' of @{name} is not supported here yet")
-    args = [f.value(v, idx if types.shape(v) else []) for v in op.operands]
-    if any(types.shape(v) for v in op.operands):
-        raise CompileError.at(op.loc, "calls on tensors inside regions are not supported yet")
-    saved = dict(f.bound)
-    with f.k.scope():
-        for param, arg in zip(callee.args, args, strict=True):
-            f.bound[param] = arg
-        block = callee.body.block
-        for inner in block.ops[:-1]:
-            types.check_op_types(inner)
-        result = f.value(block.ops[-1].operands[0], [])
-    f.bound = saved
-    return result
 
 
 @kernel("stablehlo.tuple")

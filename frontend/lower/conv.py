@@ -10,8 +10,10 @@ features per group x kernel window and ``Og`` output features per group:
   over the window, then the input features);
 * ``out = patches @ weights`` by :func:`frontend.lower.dot.gemm_kernel` (work-groups =
   group x tile of result rows, a ``gemm`` collective each), written straight into the
-  result when it is ``[b, 0, 1, ..., f]`` with one group, else scattered by one more
-  kernel.  f16/bf16 accumulate in f32.
+  result when it is ``[b, 0, 1, ..., f]`` with one group (elementwise consumers of the
+  result and the f16/bf16 conversion then run in the gemm's kernel, on its tile: see
+  :func:`frontend.lower.dot.gemm_output`), else scattered by one more kernel.  f16/bf16
+  accumulate in f32.
 
 Contractions shorter than ``DIRECT_K`` use the direct loop of :mod:`conv_direct`.
 """
@@ -26,7 +28,7 @@ from frontend.ir.core import Op
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
 from frontend.lower.conv_direct import direct_convolution
-from frontend.lower.dot import convert_copy, gemm_kernel, zero_fill
+from frontend.lower.dot import gemm_kernel, gemm_output
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.reduce import _ints, _padding
@@ -91,26 +93,30 @@ def convolution(lw: FuncLowering, op: Op) -> None:
     if cs.k < DIRECT_K:
         direct_convolution(lw, op)
         return
-    out = lw.buffer_for(op.result)
-    lw.bind(op.result, out)
     n = types.size(op.result)
-    if n == 0:
-        return
-    if cs.k == 0:
-        zero_fill(lw, out, t, n)
+    direct = cs.groups == 1 and _natural_out(op)
+    if n > 0 and direct and lw.defer_to_epilogue(op):
         return
     acc = _WIDE.get(t, t)
-    patches = _pack(lw, "im2col", (cs.groups, cs.m, cs.k), acc, _patch_element(op, cs, acc))
-    weights = _weights(lw, op, cs, acc)
-    direct = cs.groups == 1 and _natural_out(op)
-    c = out if direct and acc == t else lw.new_buffer(acc, (cs.groups, cs.m, cs.out_per_group))
-    gemm_kernel(lw, (patches, weights, c), acc, (cs.groups, cs.m, cs.k, cs.out_per_group))
-    if c == out:
+    sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
+    if n > 0 and direct:
+        patches, weights = _operands(lw, op, cs, acc)
+        c, tail = gemm_output(lw, op.result, acc)
+        gemm_kernel(lw, (patches, weights, c), acc, sizes, tail)
         return
-    if direct:
-        convert_copy(lw, c, out, (acc, t), n)
-    else:
+    out = lw.buffer_for(op.result)
+    lw.bind(op.result, out)
+    if n > 0:
+        patches, weights = _operands(lw, op, cs, acc)
+        c = lw.new_buffer(acc, (cs.groups, cs.m, cs.out_per_group))
+        gemm_kernel(lw, (patches, weights, c), acc, sizes)
         _unpack(lw, op, cs, c, out)
+
+
+def _operands(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> tuple[int, int]:
+    """The gemm's operands: the im2col patches and the weights."""
+    patches = _pack(lw, "im2col", (cs.groups, cs.m, cs.k), acc, _patch_element(op, cs, acc))
+    return patches, _weights(lw, op, cs, acc)
 
 
 def _weights(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> int:

@@ -6,16 +6,22 @@ the result is row-major [B, M, N].  With the layout mapping (row-major tensor = 
 memref with reversed modes) that is C^T = B^T A^T: ``gemm.n.n 1, rhs_b, lhs_b, 0, out_b``
 on the memref views ``memref<NxK>``, ``memref<KxM>`` and ``memref<NxM>`` of batch ``b =
 group_id``.
+
+Elementwise consumers of the result (its epilogue, ``FuncLowering.defer_to_epilogue``)
+and the conversion of an f32 accumulator to f16/bf16 run in the same kernel after the
+gemm, on the work-group's own rows of C (:class:`Tail`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 
 from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
 from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 
@@ -51,7 +57,8 @@ def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str) -> int:
 
 @kernel("stablehlo.dot_general")
 def dot_general(lw: FuncLowering, op: Op) -> None:
-    """gemm per batch element, batch elements over work-groups."""
+    """gemm per batch element, batch elements over work-groups; elementwise consumers of
+    the result (and the f16/bf16 conversion) run on each work-group's tile afterwards."""
     lhs, rhs = op.operand("lhs"), op.operand("rhs")
     lb, rb, lc, rc = _dims(op)
     t = types.elem(op.result)
@@ -62,32 +69,50 @@ def dot_general(lw: FuncLowering, op: Op) -> None:
     rf = [d for d in range(len(rs)) if d not in rb + rc]
     nb, m = prod(ls[d] for d in lb), prod(ls[d] for d in lf)
     kk, n = prod(ls[d] for d in lc), prod(rs[d] for d in rf)
-    out = lw.buffer_for(op.result)
-    lw.bind(op.result, out)
-    if nb * m * n == 0:
+    if nb * m * n * kk > 0 and lw.defer_to_epilogue(op):
         return
-    if kk == 0:
-        zero_fill(lw, out, t, nb * m * n)
+    if nb * m * n * kk == 0:
+        out = lw.buffer_for(op.result)
+        lw.bind(op.result, out)
+        if nb * m * n:
+            zero_fill(lw, out, t, nb * m * n)
         return
     acc = _ACCUMULATE.get(t, t)
     a = canonical(lw, lhs, lb + lf + lc, acc)
     b = canonical(lw, rhs, rb + rc + rf, acc)
-    c = out if acc == t else lw.new_buffer(acc, (nb * m * n,))
-    gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n))
-    if c != out:
-        convert_copy(lw, c, out, (acc, t), nb * m * n)
+    c, tail = gemm_output(lw, op.result, acc)
+    gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """Elementwise work of a gemm's work-group on its tile of C, after the gemm in the same
+    kernel: element ``i`` of ``root`` into ``out[i]``, where ``source`` (the op's result:
+    C converted to its type) is read at the same index."""
+
+    source: Value
+    root: Value
+    out: int
+
+
+def gemm_output(lw: FuncLowering, result: Value, acc: str) -> tuple[int, Tail | None]:
+    """The buffer a gemm writes for ``result`` (accumulating in ``acc``) and its tail:
+    the result's epilogue (:meth:`FuncLowering.epilogue`), or the conversion to a narrower
+    result type, or none (C is the result's own buffer, bound to it; the tail's output is
+    bound by :func:`gemm_kernel`)."""
+    epilogue = lw.epilogue(result)
+    root = epilogue.root if epilogue is not None else result
+    if epilogue is None and types.elem(result) == acc:
+        out = lw.buffer_for(result)
+        lw.bind(result, out)
+        return out, None
+    out = lw.buffer_for(root)
+    c = out if types.elem(root) == acc else lw.new_buffer(acc, types.shape(result))
+    return c, Tail(result, root, out)
 
 
 _ACCUMULATE = {"f16": "f32", "bf16": "f32"}
 """Element types whose products accumulate in a wider type (as XLA does)."""
-
-
-def convert_copy(lw: FuncLowering, src: int, dst: int, types_: tuple[str, str], n: int) -> None:
-    """dst = convert(src) elementwise."""
-    with lw.kernel("convert") as (k, _):
-        with k.elements(n) as i:
-            k.store(k.cast(k.load(src, types_[0], n, i), *types_), dst, types_[1], n, i)
-    lw.launch_last(num_groups(n))
 
 
 def zero_fill(lw: FuncLowering, out: int, t: str, n: int) -> None:
@@ -103,13 +128,14 @@ TILE_M = 32
 
 
 def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
-                sizes: tuple[int, int, int, int]) -> None:
+                sizes: tuple[int, int, int, int], tail: Tail | None = None) -> None:
     """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
-    work-group per (batch element, tile of TILE_M result rows)."""
+    work-group per (batch element, tile of TILE_M result rows), then the ``tail`` on that
+    tile."""
     nb, m, kk, n = sizes
     a, b, c = bufs
     tiles = -(-m // TILE_M)
-    with lw.kernel("dot") as (k, _):
+    with lw.kernel("dot" if tail is None else f"dot_{_short(tail.root)}") as (k, f):
         g = k.emit("group_id", "g")
         batch, tile = k.idiv(g, tiles), k.irem(g, tiles)
         views = []
@@ -125,7 +151,36 @@ def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
         one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
         k.line(f"gemm.n.n {one}, {views[0]}, {views[1]}, {zero}, {views[2]} : {t}, "
                f"{vtypes[0]}, {vtypes[1]}, {t}, {vtypes[2]}")
+        if tail is not None:
+            _run_tail(k, f, tail, (c, t), (m, n, nb), (batch, tile))
     lw.launch_last(nb * tiles)
+    if tail is not None:
+        lw.bind(tail.root, tail.out)
+
+
+def _run_tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
+              sizes: tuple[int, int, int], at: tuple[IndexExpr, IndexExpr]) -> None:
+    """The tail on rows [tile * TILE_M, + TILE_M) of batch element ``batch`` (contiguous in
+    the row-major [B, M, N] result): a foreach over their elements."""
+    (m, n, nb), (batch, tile) = sizes, at
+    buf, acc = c
+    lo = k.imul(k.iadd(k.imul(batch, m), k.imul(tile, TILE_M)), n)
+    hi = k.iadd(lo, TILE_M * n)
+    if m % TILE_M:
+        end = k.idx(k.imul(k.iadd(batch, 1), m * n))
+        hi = k.select(k.cmp("lt", k.idx(hi), end, "index"), k.idx(hi), end, "index")
+    i = k.fresh("i")
+    total, shape = nb * m * n, types.shape(tail.root)
+    with k.block(f"foreach {i} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
+        t = types.elem(tail.source)
+        f.bound[tail.source] = k.cast(k.load(buf, acc, total, i), acc, t)
+        x = f.value(tail.root, k.delinearize(i, shape))
+        k.store(x, tail.out, types.elem(tail.root), total, i)
+    del f.bound[tail.source]
+
+
+def _short(v: Value) -> str:
+    return v.owner.name.split(".")[-1] if isinstance(v.owner, Op) else "tail"
 
 
 def _tile_columns(k: KernelBuilder, views: list[str], vtypes: list[str],

@@ -1,10 +1,11 @@
 """Lowering a StableHLO function to tensor-language kernels plus a host plan.
 
-:class:`FuncLowering` walks a function's ops in order.  Ops with a kernel lowering run it
-(it emits kernels and plan steps); elemental ops are left lazy and fuse into whichever
-kernel needs their elements, unless they are shared (used more than once and not cheap),
-in which case they are materialized into a buffer right away.  Function results are
-materialized at the return.
+Calls are inlined first (:mod:`frontend.lower.inline`: a copy of the callee per call
+site), so the function is one body.  :class:`FuncLowering` walks its ops in order.  Ops
+with a kernel lowering run it (it emits kernels and plan steps); elemental ops are left
+lazy and fuse into whichever kernel needs their elements, unless they are shared (used
+more than once and not cheap), in which case they are materialized into a buffer right
+away.  Function results are materialized at the return.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from frontend.ir.core import Block, Func, Module, Op, Value, walk
-from frontend.lower import types
+from frontend.ir.core import Block, Func, Module, Op, Region, Value
+from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, num_groups
-from frontend.lower.fused import Fused
+from frontend.lower.fused import Epilogue, Fused, plan_epilogue
+from frontend.lower.inline import inline_calls
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Buffer, Launch, Plan, Step, with_frees
@@ -50,6 +52,10 @@ class FuncLowering:
         self.tuples: dict[Value, list[Value]] = {}
         self.checks: list[tuple[int, object]] = []  # check.* ops: (buffer, Check)
         self._nested: set[Value] = set()
+        self._where: dict[Op, tuple[Block, int]] = {}  # op -> its block and position
+        self._pending: dict[Value, Epilogue] = {}  # deferred kernel ops, by epilogue root
+        self._claimed: set[Value] = set()  # values of pending epilogues (roots included)
+        self._active: Epilogue | None = None  # the epilogue of the kernel op being lowered
 
     # -- buffers and values --------------------------------------------------------------------
 
@@ -125,11 +131,16 @@ class FuncLowering:
 
     # -- walking -------------------------------------------------------------------------------
 
-    def count_uses(self, func: Func) -> None:
-        """Count uses of every value (uses inside regions count twice: recomputation)."""
-        for op in walk(func.body):
-            for v in op.operands:
-                self.uses[v] = self.uses.get(v, 0) + 1
+    def count_uses(self, body: Region) -> None:
+        """Count uses of every value in ``body`` (calls already inlined); note where each
+        op is."""
+        for block in body.blocks:
+            for pos, op in enumerate(block.ops):
+                self._where[op] = (block, pos)
+                for v in op.operands:
+                    self.uses[v] = self.uses.get(v, 0) + 1
+                for region in op.regions:
+                    self.count_uses(region)
 
     def lower_block(self, block: Block) -> list[Value]:
         """Lower the ops of ``block``; return the values its terminator returns."""
@@ -141,10 +152,14 @@ class FuncLowering:
         """Lower one op (kernel lowering, or lazy elemental)."""
         if op.name not in ("stablehlo.tuple", "stablehlo.get_tuple_element"):
             types.check_op_types(op)
-        if op.name in KERNEL:
+        if op.results and op.results[0] in self._pending:
+            self._lower_with_epilogue(self._pending.pop(op.results[0]))
+        elif op.name in KERNEL and quant.requantizes(op):
+            quant.lower_kernel(self, op)  # quantized tensors: the kernel runs on floats
+        elif op.name in KERNEL:
             KERNEL[op.name](self, op)
         elif op.name in ELEMENTAL:
-            if self._shared(op):
+            if self._shared(op) and op.result not in self._claimed:
                 self.materialize(op.result)
         else:
             raise CompileError.at(op.loc, f"'{op.name}' is not supported yet")
@@ -152,14 +167,44 @@ class FuncLowering:
     def _shared(self, op: Op) -> bool:
         return op.name not in CHEAP and self.uses.get(op.result, 0) > 1
 
-    def call(self, func: Func, args: Sequence[Value], loc: object) -> list[Value]:
-        """Lower ``func``'s body with its parameters bound to ``args`` (inlining)."""
-        for op in walk(func.body):  # a second call recomputes the body's values
-            for r in op.results:
-                self.env.pop(r, None)
-        for param, arg in zip(func.args, args, strict=True):
-            self.env[param] = self.materialize(arg)
-        return self.lower_block(func.body.block)
+    # -- epilogue fusion -----------------------------------------------------------------------
+
+    def defer_to_epilogue(self, op: Op) -> bool:
+        """For a kernel lowering that can fuse ``op``'s elementwise consumers into its own
+        kernel (:class:`Epilogue`): True when it has some, so the lowering must return now;
+        it runs again where the last of them is defined, and :meth:`epilogue` gives them."""
+        if self._active is not None and self._active.source is op.results[0]:
+            return False
+        where = self._where.get(op)
+        if where is None or len(op.results) != 1:
+            return False
+        block, pos = where
+        plan = plan_epilogue(op.result, block.ops[pos + 1:], self.uses, self._claimed)
+        if plan is None:
+            return False
+        self._pending[plan.root] = plan
+        self._claimed |= plan.values | {plan.root}
+        return True
+
+    def epilogue(self, v: Value) -> Epilogue | None:
+        """The epilogue to compute in the kernel that produces ``v``: it must bind the
+        epilogue's root to that kernel's output (``v`` itself stays unbound)."""
+        active = self._active
+        return active if active is not None and active.source is v else None
+
+    def _lower_with_epilogue(self, plan: Epilogue) -> None:
+        """The deferred kernel op of ``plan``; its root is materialized separately when the
+        lowering did not take the epilogue (e.g. an empty result)."""
+        op = plan.source.owner
+        assert isinstance(op, Op)
+        self._active = plan
+        try:
+            KERNEL[op.name](self, op)
+        finally:
+            self._active = None
+        self._claimed -= plan.values | {plan.root}
+        if plan.root not in self.env:
+            self.materialize(plan.root)
 
 
 def _short(op: Op) -> str:
@@ -170,15 +215,14 @@ def lower_function(module: Module, entry: str = "main") -> Lowered:
     """Lower the public function ``entry`` of ``module``."""
     load_families()
     func = find_entry(module, entry)
+    body = inline_calls(module, func)
     lw = FuncLowering(module)
-    for part_func in module.funcs:
-        if part_func.body is not None:
-            lw.count_uses(part_func)
+    lw.count_uses(body)
     params = []
-    for a in func.args:
+    for a in body.block.args:
         params.append(lw.buffer_for(a))
         lw.bind(a, params[-1])
-    results = [lw.materialize(v) for v in lw.lower_block(func.body.block)]
+    results = [lw.materialize(v) for v in lw.lower_block(body.block)]
     results += [buf for buf, _ in lw.checks]
     keep = set(params) | set(results)
     plan = Plan(tuple(lw.buffers), tuple(params), tuple(results),

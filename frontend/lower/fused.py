@@ -9,16 +9,30 @@ ops, broadcasts, reshapes, transposes and slices fuse into the consumer's kernel
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from frontend.ir.core import Block, Op, Value
-from frontend.lower import types
+from frontend.ir.quant import is_quantized
+from frontend.lower import quant, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.registry import ELEMENTAL
 from tensorlang.diagnostics import CompileError
 
 if TYPE_CHECKING:
     from frontend.lower.driver import FuncLowering
+
+ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
+    "abs add and atan2 cbrt ceil clamp compare complex convert cosine count_leading_zeros "
+    "divide exponential exponential_minus_one floor imag is_finite log log_plus_one logistic "
+    "maximum minimum multiply negate not or popcnt power real reduce_precision remainder "
+    "round_nearest_afz round_nearest_even rsqrt select shift_left shift_right_arithmetic "
+    "shift_right_logical sign sine sqrt subtract tan tanh xor").split()) | frozenset(
+    f"chlo.{name}" for name in (
+        "acos acosh asin asinh atan atanh bessel_i1e conj cosh digamma erf erf_inv erfc "
+        "is_inf is_neg_inf is_pos_inf lgamma next_after sinh square tan").split())
+"""Ops whose elemental lowering reads every operand of the result's shape at the result
+element's own index (epilogue fusion relies on it: ``FuncLowering.defer_to_epilogue``)."""
 
 
 class Fused:
@@ -63,6 +77,8 @@ class Fused:
             raise AssertionError(f"block argument {v} is neither bound nor in a buffer")
         if op.name not in ELEMENTAL:
             raise CompileError.at(op.loc, f"'{op.name}' is not supported in this region yet")
+        if quant.requantizes(op):  # quantized tensors: dequantize, op in float, quantize
+            return quant.lower_elemental(self, op, idx)
         return ELEMENTAL[op.name](self, op, idx)
 
     def body(self, block: Block, args: Sequence[str]) -> list[str]:
@@ -82,3 +98,60 @@ class Fused:
     def operands(self, op: Op, idx: Sequence[IndexExpr]) -> list[str]:
         """Every operand's element at ``idx`` (for elementwise ops)."""
         return [self.value(v, idx) for v in op.operands]
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """Elementwise consumers of a kernel op's result ``source``, computed in the kernel
+    that produces ``source``: every element of ``root`` from ``source``'s element at the
+    same index.  ``values`` are the values in between (used only inside the chain)."""
+
+    source: Value
+    root: Value
+    values: frozenset[Value]
+
+
+def plan_epilogue(source: Value, after: Sequence[Op], uses: dict[Value, int],
+                  claimed: set[Value]) -> Epilogue | None:
+    """The longest legal epilogue of ``source`` among the ops ``after`` it in its block.
+
+    Ops join while they are elementwise (:data:`ELEMENTWISE`, one result) and read chain
+    values of their own shape, so every chain value is read at the element being
+    computed.  A prefix of the joined ops is an epilogue when all its values but its last
+    are used only by the prefix (that last one, the root, becomes the kernel's output).
+    The scan stops at the first other consumer of a chain value; uses inside regions
+    never join, so they keep the chain value alive and no later prefix qualifies.
+    """
+    if is_quantized(source.type):
+        return None
+    outstanding = {source: uses.get(source, 0)}
+    live = 1 if outstanding[source] else 0  # chain values with uses outside the chain
+    chain: list[Value] = []
+    best = 0
+    for op in after:
+        mine = [v for v in op.operands if v in outstanding]
+        if not mine:
+            continue
+        if not _joins(op, mine, claimed):
+            break
+        for v in mine:
+            outstanding[v] -= 1
+            if outstanding[v] == 0:
+                live -= 1
+        result = op.results[0]
+        outstanding[result] = uses.get(result, 0)
+        live += outstanding[result] > 0
+        chain.append(result)
+        if live == 1 and outstanding[result] > 0:
+            best = len(chain)
+    if best == 0:
+        return None
+    return Epilogue(source, chain[best - 1], frozenset(chain[:best - 1]))
+
+
+def _joins(op: Op, chain_operands: list[Value], claimed: set[Value]) -> bool:
+    if op.name not in ELEMENTWISE or len(op.results) != 1 or op.results[0] in claimed:
+        return False
+    shape = types.shape(op.results[0])
+    return (all(types.shape(v) == shape for v in chain_operands)
+            and not any(is_quantized(v.type) for v in (*op.operands, *op.results)))

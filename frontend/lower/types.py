@@ -13,7 +13,14 @@ from math import prod
 import numpy as np
 
 from frontend.ir.core import Op, Value
-from frontend.ir.types import ComplexType, FloatType, IntegerType, TensorType, Type
+from frontend.ir.types import (
+    ComplexType,
+    FloatType,
+    IntegerType,
+    QuantizedType,
+    TensorType,
+    Type,
+)
 from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.types import SCALAR_TYPES
 
@@ -25,7 +32,10 @@ def scalar_name(element: object) -> str | None:
     """The tensor-language scalar type holding ``element``, or None when unsupported.
 
     2- and 4-bit integers live in bytes (i8/u8); :func:`narrow_bits` says how to wrap.
+    Quantized elements are held as their storage integers (``frontend/lower/quant.py``).
     """
+    if isinstance(element, QuantizedType):
+        element = element.storage
     if isinstance(element, IntegerType) and element.width in (2, 4):
         return "u8" if element.unsigned else "i8"
     if isinstance(element, IntegerType):
@@ -47,6 +57,8 @@ def narrow_bits(value: Value) -> int | None:
     """The bit width of a sub-byte integer element type (wrap results to it), or None."""
     t = value.type
     e = t.element if isinstance(t, TensorType) else None
+    if isinstance(e, QuantizedType):
+        e = e.storage
     return e.width if isinstance(e, IntegerType) and e.width in (2, 4) else None
 
 

@@ -10,8 +10,8 @@ from tests.lowering.interpret import run_file
 
 SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "stablehlo"
 FILES = ["add", "and", "atan2", "broadcast_in_dim", "concatenate", "constant", "convert",
-         "dot_general", "gather", "iota", "reduce", "reduce_window", "scatter",
-         "select_and_scatter", "sort", "while"]
+         "dot_general", "gather", "iota", "quantized_ops", "reduce", "reduce_precision",
+         "reduce_window", "scatter", "select_and_scatter", "sort", "while"]
 
 
 @pytest.mark.skipif(not (SUITE / "interpret").is_dir(), reason="../shared is absent")
