@@ -5,8 +5,6 @@ and raises ``BoundsError`` at the access after the launch; in-bounds runs match 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import tensorlang
 from backend_opencl.driver import lower
 from backend_opencl.runtime import get_device
 from tensorlang.diagnostics import BoundsError
+from tests.filecheck import check_text, tlc
 
 SOURCE = """\
 func @gather(%A: memref<f32x16>, %B: memref<i32x?>, %C: memref<f32x?>) {
@@ -93,7 +92,6 @@ func @member(%G: group<memref<f32x?>>, %B: memref<i32x?>, %C: memref<f32x?>) {
 }
 """
 
-FILECHECK = Path(sys.executable).parent / "filecheck"
 GOLDEN = Path(__file__).parent / "golden" / "bounds_guards.tl"
 
 
@@ -269,9 +267,7 @@ def test_group_member_access(mod: Any, rng: np.random.Generator) -> None:
 def test_golden_guards_only_where_isl_cannot_prove() -> None:
     program = tensorlang.parse(GOLDEN.read_text(), filename=str(GOLDEN))
     source = lower(program, check_bounds=True).source
-    result = subprocess.run([str(FILECHECK), "--check-prefix", "GUARD", str(GOLDEN)],
-                            input=source, text=True, capture_output=True, check=False)
-    assert result.returncode == 0, result.stderr + "\n" + source
+    check_text(GOLDEN, source, prefix="GUARD")
 
 
 def test_without_the_option_nothing_changes() -> None:
@@ -287,24 +283,12 @@ def test_without_the_option_nothing_changes() -> None:
 # -- the tlc command line ----------------------------------------------------------------
 
 
-def _tlc(*args: str) -> tuple[int, str, str]:
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from backend_opencl.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_cli_compile_with_and_without_check_bounds(tmp_path: Path) -> None:
     path = tmp_path / "k.tl"
     path.write_text(SOURCE)
-    code, plain, err = _tlc("compile", str(path), "--emit", "cl")
+    code, plain, err = tlc("compile", str(path), "--emit", "cl")
     assert code == 0, err
-    code, guarded, err = _tlc("compile", str(path), "--emit", "cl", "--check-bounds")
+    code, guarded, err = tlc("compile", str(path), "--emit", "cl", "--check-bounds")
     assert code == 0, err
     assert "tlc_bounds" not in plain
     assert guarded.count("global long* tlc_bounds)") == 8
@@ -325,7 +309,7 @@ def test_cli_run_prints_a_bounds_error_without_traceback(monkeypatch: pytest.Mon
         return 0
 
     monkeypatch.setattr(driver, "run_cli", fake_run)
-    code, _, err = _tlc("run", str(tmp_path / "m.mlir"), "--check-bounds")
+    code, _, err = tlc("run", str(tmp_path / "m.mlir"), "--check-bounds")
     assert seen == {"check_bounds": True}
     assert code == 1
     assert err.startswith(f"{_line_col(SOURCE, 'load %A[%j]')}: error: out-of-bounds load: "
@@ -340,7 +324,7 @@ def test_stablehlo_example_runs_the_same_with_guards(tmp_path: Path) -> None:
     count = sum(k.startswith("in") for k in data.files)
     np.savez(tmp_path / "in.npz", *[data[f"in{i}"] for i in range(count)])
     want = [data[f"out{i}"] for i in range(sum(k.startswith("out") for k in data.files))]
-    code, _, err = _tlc("run", str(examples / "mlp.mlir"), "--inputs", str(tmp_path / "in.npz"),
+    code, _, err = tlc("run", str(examples / "mlp.mlir"), "--inputs", str(tmp_path / "in.npz"),
                         "-o", str(tmp_path / "out.npz"), "--check-bounds")
     assert code == 0, err
     with np.load(tmp_path / "out.npz") as got:

@@ -3,8 +3,6 @@ every character).  Each ``golden/*.tl`` holds a program and its ``; CHECK`` line
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,15 +10,13 @@ import pytest
 import tensorlang
 from backend_opencl.driver import lower
 from backend_opencl.emit import DEFAULT_TARGET
+from tests.filecheck import check_text
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.tl"))
-FILECHECK = Path(sys.executable).parent / "filecheck"
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
 def test_golden(path: Path) -> None:
     program = tensorlang.parse(path.read_text(), filename=str(path))
     source = lower(program, DEFAULT_TARGET).source
-    result = subprocess.run([str(FILECHECK), str(path)], input=source, text=True,
-                            capture_output=True, check=False)
-    assert result.returncode == 0, result.stderr + "\n" + source
+    check_text(path, source)

@@ -3,29 +3,19 @@ the result verifies, and lowered StableHLO kernels carry no dead index arithmeti
 
 from __future__ import annotations
 
-import io
-import subprocess
-import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import tensorlang
-from backend_opencl.cli import main
 from tensorlang.passes import run_pipeline
 from tensorlang.passes.dce import clean_function
+from tests.filecheck import check_opt
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "dce.tl"
-FILECHECK = Path(sys.executable).parent / "filecheck"
 
 
 def test_lit() -> None:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["opt", str(SOURCE), "-p", "dce"]) == 0
-    result = subprocess.run([str(FILECHECK), str(SOURCE)], input=out.getvalue(), text=True,
-                            capture_output=True, check=False)
-    assert result.returncode == 0, result.stderr + "\n" + out.getvalue()
+    check_opt(SOURCE, "dce")
 
 
 def test_verifies_and_is_idempotent() -> None:

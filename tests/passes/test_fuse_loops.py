@@ -3,10 +3,6 @@ and numeric results with and without the pass against numpy (poisoned outputs)."
 
 from __future__ import annotations
 
-import io
-import subprocess
-import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -15,27 +11,13 @@ import pytest
 import backend_opencl
 import tensorlang
 import tensorlang.passes
-from backend_opencl.cli import main
 from tensorlang.passes import run_pipeline
 from tensorlang.passes.fuse_loops import fuse_region
+from tests.filecheck import check_opt
 
 HERE = Path(__file__).parent
-FILECHECK = Path(sys.executable).parent / "filecheck"
-
-
-def _tlc(*args: str) -> str:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(list(args)) == 0
-    return out.getvalue()
-
-
 def test_lit() -> None:
-    path = HERE / "fuse-loops.tl"
-    printed = _tlc("opt", str(path), "-p", "fuse-loops,insert-barrier")
-    result = subprocess.run([str(FILECHECK), str(path)], input=printed, text=True,
-                            capture_output=True, check=False)
-    assert result.returncode == 0, result.stderr + "\n" + printed
+    check_opt(HERE / "fuse-loops.tl", "fuse-loops,insert-barrier")
 
 
 def test_verified_and_idempotent() -> None:

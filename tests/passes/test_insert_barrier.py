@@ -3,37 +3,20 @@ manager's pipeline parsing."""
 
 from __future__ import annotations
 
-import io
-import subprocess
-import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 import tensorlang
-from backend_opencl.cli import main
 from tensorlang.diagnostics import TlcError
 from tensorlang.passes import REGISTRY, parse_pipeline, run_pipeline
+from tests.filecheck import check_opt
 
 HERE = Path(__file__).parent
-FILECHECK = Path(sys.executable).parent / "filecheck"
 
 
-def _tlc(*args: str) -> str:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(list(args)) == 0
-    return out.getvalue()
-
-
-@pytest.mark.parametrize("name", ["insert-barrier.tl"])
-def test_lit(name: str) -> None:
-    path = HERE / name
-    printed = _tlc("opt", str(path), "-p", "insert-barrier")
-    result = subprocess.run([str(FILECHECK), str(path)], input=printed, text=True,
-                            capture_output=True, check=False)
-    assert result.returncode == 0, result.stderr + "\n" + printed
+def test_lit() -> None:
+    check_opt(HERE / "insert-barrier.tl", "insert-barrier")
 
 
 def test_idempotent() -> None:
