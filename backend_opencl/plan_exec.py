@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from backend_opencl import plan_loops
 from backend_opencl.module import NUMPY_DTYPES
 from backend_opencl.runtime import buffers, launch
 from tensorlang.diagnostics import LaunchError
@@ -135,7 +136,9 @@ class _Resolver:
             bids = step.buffers
             return lambda run: run.free(bids)
         if isinstance(step, While):
-            return _while(self.steps(step.cond), step.pred, self.steps(step.body))
+            body = self.steps(step.body)
+            loop = _while(self.steps(step.cond), step.pred, body)
+            return loop if step.trips is None else plan_loops.counted(step.trips, body, loop)
         if isinstance(step, If):
             return _if(step.pred, self.steps(step.then), self.steps(step.otherwise))
         assert isinstance(step, Case), step

@@ -3,7 +3,8 @@
 A :class:`Plan` names device buffers (flat, row-major, of one tensor-language scalar type),
 the entry function's parameters and results (buffer ids), and an ordered list of steps:
 kernel launches, copies, host-side control flow (``While``, ``If``, ``Case``) whose
-predicates are read back from one-element buffers, and ``Free`` steps that end buffer
+predicates are read back from one-element buffers (a counted ``While`` reads its bounds
+once instead), and ``Free`` steps that end buffer
 lifetimes so the executor can reuse their memory.  The plan is plain frozen data; the
 front end builds it and the back end (``backend_opencl.plan_exec``) executes it.
 """
@@ -50,12 +51,67 @@ class Copy:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """An integer decided before a loop: ``value``, or the element of ``buffer`` when set
+    (read once, before the loop's first iteration)."""
+
+    value: int = 0
+    buffer: int | None = None
+
+
+@dataclass(frozen=True)
+class TripCount:
+    """A counted loop: its counter starts at ``start``, adds ``step`` per iteration (in
+    ``bits``-bit arithmetic) and the loop goes on while ``counter <direction> limit``
+    (``direction`` one of LT, LE, GT, GE, NE; ``signed`` the comparison's)."""
+
+    start: Bound
+    limit: Bound
+    step: int
+    direction: str
+    bits: int
+    signed: bool
+
+    def count(self, start: int, limit: int) -> int | None:
+        """The number of iterations, or None when the counter would wrap around (the
+        loop then runs as a plain ``While``)."""
+        lo, hi = (-(1 << self.bits - 1), (1 << self.bits - 1) - 1) if self.signed \
+            else (0, (1 << self.bits) - 1)
+        start, limit = self.wrap(start), self.wrap(limit)
+        step, d = self.step, self.direction
+        if d in ("GT", "GE"):  # count down: mirror into an upward loop
+            start, limit, step, lo, hi, d = -start, -limit, -step, -hi, -lo, \
+                {"GT": "LT", "GE": "LE"}[d]
+        if d == "NE":
+            if start == limit:
+                return 0
+            n, r = divmod(limit - start, step) if step else (-1, 1)
+            return n if r == 0 and n > 0 else None
+        if (start >= limit) if d == "LT" else (start > limit):
+            return 0
+        if step <= 0:
+            return None
+        n = -((start - limit) // step) if d == "LT" else (limit - start) // step + 1
+        return n if lo <= start + n * step <= hi else None
+
+    def wrap(self, x: int) -> int:
+        """``x`` as a ``bits``-bit integer of the comparison's signedness."""
+        x &= (1 << self.bits) - 1
+        return x - (1 << self.bits) if self.signed and x >> (self.bits - 1) else x
+
+
+@dataclass(frozen=True)
 class While:
-    """Run ``cond``; while the i1 buffer ``pred`` holds true, run ``body`` and ``cond``."""
+    """Run ``cond``; while the i1 buffer ``pred`` holds true, run ``body`` and ``cond``.
+
+    With ``trips`` the number of iterations is decided before the loop: the executor runs
+    ``body`` that many times without ``cond`` (or as above when the count is None).
+    """
 
     cond: tuple[Step, ...]
     pred: int
     body: tuple[Step, ...]
+    trips: TripCount | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +166,9 @@ def step_buffers(step: Step) -> set[int]:
     nested: list[tuple[Step, ...]]
     if isinstance(step, While):
         nested, own = [step.cond, step.body], {step.pred}
+        if step.trips is not None:
+            own |= {b.buffer for b in (step.trips.start, step.trips.limit)
+                    if b.buffer is not None}
     elif isinstance(step, If):
         nested, own = [step.then, step.otherwise], {step.pred}
     else:

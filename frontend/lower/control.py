@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
-from frontend.lower import types
+from frontend.lower import loops, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
@@ -42,10 +42,14 @@ def _run_into(lw: FuncLowering, block: Block, outs: list[int],
 
 @kernel("stablehlo.while")
 def while_(lw: FuncLowering, op: Op) -> None:
-    """Host loop: cond kernels, read back the predicate, body kernels, copy to the carry."""
+    """Host loop: cond kernels, read back the predicate, body kernels, copy to the carry.
+
+    A counted loop (:mod:`frontend.lower.loops`) carries its trip count: the executor then
+    runs the body that many times without the cond kernels or read-backs."""
     carry = _carry(lw, op.results)
     for v, c in zip(op.operands, carry, strict=True):
         lw.step(Copy(lw.materialize(v), c))
+    trips = loops.trip_count(lw, op, carry)
     cond, body = op.regions[0].block, op.regions[1].block
     with lw.nested() as cond_steps:
         for a, c in zip(cond.args, carry, strict=True):
@@ -53,7 +57,7 @@ def while_(lw: FuncLowering, op: Op) -> None:
         pred = lw.materialize(lw.lower_block(cond)[0])
     with lw.nested() as body_steps:
         _run_into(lw, body, carry, carry)
-    lw.step(While(tuple(cond_steps), pred, tuple(body_steps)))
+    lw.step(While(tuple(cond_steps), pred, tuple(body_steps), trips))
     _bind_results(lw, op, carry)
 
 

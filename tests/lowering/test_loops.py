@@ -1,0 +1,176 @@
+"""Loops: counted whiles (trip count decided before the loop) and the JAX-exported
+while_loop / fori_loop / scan programs in tests/lowering/loops, against numpy."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frontend
+from frontend.lower.driver import lower_function
+from tensorlang.plan import Bound, Step, TripCount, While
+from tests.lowering.conftest import module, rand, run
+
+LOOPS = Path(__file__).resolve().parent / "loops"
+
+
+def counter_loop(dtype: str, start: str, limit: str, step: int, direction: str,
+                 compare_type: str = "SIGNED") -> str:
+    """A while over (counter, x): x += a per iteration; ``start``/``limit`` are SSA names
+    or constants of ``dtype``."""
+    t = f"tensor<{dtype}>"
+    define, n = ("", limit) if limit.startswith("%") else (f"%n = {limit}", "%n")
+    return module(f"(%a: tensor<3xf32>, %s: {t}, %l: {t}) -> ({t}, tensor<3xf32>)", f"""
+  %start = {start}
+  %0:2 = stablehlo.while(%i = %start, %x = %a) : {t}, tensor<3xf32>
+   cond {{
+    {define}
+    %p = stablehlo.compare {direction}, %i, {n}, {compare_type} : ({t}, {t}) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %one = stablehlo.constant dense<{step}> : {t}
+    %j = stablehlo.add %i, %one : {t}
+    %y = stablehlo.add %x, %a : tensor<3xf32>
+    stablehlo.return %j, %y : {t}, tensor<3xf32>
+  }}
+  return %0#0, %0#1 : {t}, tensor<3xf32>""")
+
+
+def simulate(dtype: str, start: int, limit: int, step: int, direction: str) -> int:
+    """The iterations of the counter loop, run in numpy's wrapping arithmetic."""
+    np_type = np_dtype(dtype)
+    i, n, s = np.array(start, np_type), np.array(limit, np_type), np.array(step).astype(np_type)
+    ops = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+           "NE": np.not_equal}
+    count = 0
+    with np.errstate(over="ignore"):
+        while ops[direction](i, n):
+            i, count = (i + s).astype(np_type), count + 1
+            assert count < 10_000
+    return count
+
+
+def np_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a StableHLO integer type name (i32, ui8, ...)."""
+    return np.dtype(("uint" + dtype[2:]) if dtype.startswith("ui") else "int" + dtype[1:])
+
+
+def whiles(steps: tuple[Step, ...]) -> list[While]:
+    """The top-level while steps."""
+    return [s for s in steps if isinstance(s, While)]
+
+
+@pytest.mark.parametrize("direction,start,limit,step", [
+    ("LT", 0, 7, 1), ("LT", -3, 8, 3), ("LE", 2, 11, 4), ("GT", 9, -2, -2),
+    ("GE", 5, 1, -1), ("NE", 0, 12, 3), ("LT", 6, 2, 1)])
+def test_constant_bounds_run_the_body_count_times(direction: str, start: int, limit: int,
+                                                  step: int) -> None:
+    text = counter_loop("i32", f"stablehlo.constant dense<{start}> : tensor<i32>",
+                        f"stablehlo.constant dense<{limit}> : tensor<i32>", step, direction)
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is not None and loop.trips.start.buffer is None
+    a = rand((3,))
+    n = simulate("i32", start, limit, step, direction)
+    i, x = run(text, a, np.int32(0), np.int32(0))
+    assert int(i) == start + n * step
+    np.testing.assert_allclose(x, (n + 1) * a, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype,start,limit", [("i32", 4, 13), ("i64", -20, -5),
+                                               ("ui32", 3, 9), ("i32", 9, 3)])
+def test_bounds_from_parameters_are_read_once(dtype: str, start: int, limit: int) -> None:
+    text = counter_loop(dtype, "stablehlo.add %s, %s : tensor<" + dtype + ">", "%l", 2,
+                        "LT", "UNSIGNED" if dtype.startswith("ui") else "SIGNED")
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is not None and loop.trips.start.buffer is not None
+    assert loop.trips.limit.buffer is not None
+    np_type = np_dtype(dtype)
+    a = rand((3,))
+    n = simulate(dtype, 2 * start, limit, 2, "LT")
+    i, x = run(text, a, np.array(start, np_type), np.array(limit, np_type))
+    assert int(i) == 2 * start + 2 * n
+    np.testing.assert_allclose(x, (n + 1) * a, rtol=1e-5)
+
+
+def test_wrapping_counter_falls_back_to_the_predicate() -> None:
+    text = counter_loop("i8", "stablehlo.constant dense<0> : tensor<i8>",
+                        "stablehlo.constant dense<120> : tensor<i8>", 100, "LT")
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is not None and loop.trips.count(0, 120) is None
+    n = simulate("i8", 0, 120, 100, "LT")
+    a = rand((3,))
+    i, x = run(text, a, np.int8(0), np.int8(0))
+    assert int(i) == 120
+    np.testing.assert_allclose(x, (n + 1) * a, rtol=1e-5)
+
+
+def test_counter_written_otherwise_is_not_counted() -> None:
+    text = counter_loop("i32", "stablehlo.constant dense<0> : tensor<i32>",
+                        "stablehlo.constant dense<9> : tensor<i32>", 1, "LT")
+    text = text.replace("%j = stablehlo.add %i, %one", "%j = stablehlo.multiply %i, %one")
+    text = text.replace("dense<1> : tensor<i32>\n    %j", "dense<2> : tensor<i32>\n    %j")
+    text = text.replace("dense<0> : tensor<i32>\n  %0", "dense<1> : tensor<i32>\n  %0")
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is None
+    i, x = run(text, rand((3,)), np.int32(0), np.int32(0))
+    assert int(i) == 16
+
+
+def test_trip_count_matches_a_simulation() -> None:
+    for dtype, direction in itertools.product(["i8", "ui8"], ["LT", "LE", "GT", "GE", "NE"]):
+        bits, signed = 8, dtype == "i8"
+        values = range(-128, 128, 7) if signed else range(0, 256, 7)
+        for start, limit, step in itertools.product(values, values, [-5, -1, 1, 2, 9]):
+            trips = TripCount(Bound(), Bound(), step, direction, bits, signed)
+            n = trips.count(start, limit)
+            if n is not None:
+                assert n == simulate(dtype, start, limit, step, direction), \
+                    (dtype, direction, start, limit, step)
+
+
+def collatz_steps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The collatz.mlir program in numpy."""
+    v, n = x.copy(), np.zeros_like(x)
+    while np.any(v != 1):
+        n += v != 1
+        v = np.where(v == 1, v, np.where(v % 2 == 1, 3 * v + 1, v // 2))
+    return v, n
+
+
+def test_jax_collatz_while_loop() -> None:
+    x = np.random.default_rng(3).integers(1, 200, size=64).astype(np.int32)
+    v, n = run((LOOPS / "collatz.mlir").read_text(), x)
+    want_v, want_n = collatz_steps(x)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(n, want_n)
+
+
+def test_jax_fori_loop_power_iteration() -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    v = rng.standard_normal(64).astype(np.float32)
+    text = (LOOPS / "power.mlir").read_text()
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is not None
+    want = v.astype(np.float64)
+    for _ in range(50):
+        w = a.astype(np.float64) @ want
+        want = w / np.linalg.norm(w)
+    (got,) = run(text, a, v)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_jax_scan_rnn() -> None:
+    rng = np.random.default_rng(5)
+    xs, wx, wh = (0.1 * rng.standard_normal((64, 64)).astype(np.float32) for _ in range(3))
+    h0 = rng.standard_normal(64).astype(np.float32)
+    h, hs = h0.astype(np.float64), []
+    for x in xs.astype(np.float64):
+        h = np.tanh(x @ wx + h @ wh)
+        hs.append(h)
+    got_h, got_hs = run((LOOPS / "rnn.mlir").read_text(), xs, h0, wx, wh)
+    np.testing.assert_allclose(got_h, h, atol=1e-5)
+    np.testing.assert_allclose(got_hs, np.array(hs), atol=1e-5)
