@@ -257,10 +257,16 @@ class KernelBuilder:
         out: IndexExpr = 0
         for i, n in zip(idx, shape, strict=True):
             out = self.iadd(self.imul(out, n), i)
+        if isinstance(out, str):  # delinearize(linear(idx)) is idx: no division
+            self.remember(("lin", tuple(idx), tuple(shape)), out)
+            self.remember(("delin", out, tuple(shape)), tuple(idx))
         return out
 
     def delinearize(self, i: IndexExpr, shape: Sequence[int]) -> list[IndexExpr]:
         """The row-major multi-index of linear index ``i`` in ``shape``."""
+        known = self.lookup(("delin", i, tuple(shape)))
+        if known is not None:
+            return list(known)  # type: ignore[call-overload]
         idx: list[IndexExpr] = []
         rest = i
         for k, n in reversed(list(enumerate(shape))):
@@ -304,6 +310,41 @@ class KernelBuilder:
             yield i
 
     @contextmanager
+    def elements_nd(self, shape: Sequence[int]) -> Iterator[list[IndexExpr]]:
+        """A ``foreach_nd`` over this work-group's block of the row-major index space
+        ``shape`` (:func:`split_nd`); yields the multi-index, so consumers index by mode
+        without dividing, and a mode-invariant operand (a broadcast row) is invariant in
+        the innermost loop.  Launch with :func:`groups_nd` groups."""
+        if not shape:
+            with self.elements(1):
+                yield []
+            return
+        mode, block = split_nd(shape)
+        blocks = -(-shape[mode] // block)
+        # modulo the launch's groups: every index is bounded (32-bit index arithmetic in
+        # the back end), and a group launched beyond them repeats a block, never beyond it
+        g = self.irem(self.emit("group_id", "g"), groups_nd(shape))
+        *idx, b = self.delinearize(g, [*shape[:mode], blocks])
+        lo = self.imul(b, block)
+        hi = self.iadd(lo, block)
+        if shape[mode] % block:
+            hi = self.select(self.cmp("lt", self.idx(hi), self.idx(shape[mode]), "index"),
+                             self.idx(hi), self.idx(shape[mode]), "index")
+        box = [(lo, hi), *((0, n) for n in shape[mode + 1:])]
+        extents = [block, *shape[mode + 1:]]
+        looped = [d for d, n in enumerate(extents) if n != 1] or [0]
+        names = {d: self.fresh("i") for d in looped}
+        idx += [names.get(d, a) for d, (a, _) in enumerate(box)]
+        inner = looped[::-1]  # the first foreach_nd mode is the fastest: the last index
+        los = ", ".join(self.idx(box[d][0]) for d in inner)
+        his = ", ".join(self.idx(box[d][1]) for d in inner)
+        head = f"foreach ({', '.join(names[d] for d in inner)}) = ({los}), ({his}) : index {{"
+        if len(inner) == 1:
+            head = f"foreach {names[inner[0]]} = {los}, {his} : index {{"
+        with self.block(head):
+            yield idx
+
+    @contextmanager
     def loop(self, lo: IndexExpr, hi: IndexExpr, inits: Sequence[str],
              types: Sequence[str], step: IndexExpr | None = None) -> Iterator[Loop]:
         """A sequential ``for`` with carried values; set ``yields``, read ``results`` after."""
@@ -330,3 +371,24 @@ class KernelBuilder:
 def num_groups(n: int) -> int:
     """Work-groups for an elementwise kernel over ``n`` elements."""
     return (n + CHUNK - 1) // CHUNK
+
+
+def split_nd(shape: Sequence[int]) -> tuple[int, int]:
+    """How :meth:`KernelBuilder.elements_nd` deals a row-major ``shape`` to work-groups:
+    ``(mode, block)``: a work-group takes one index of each mode before ``mode``,
+    ``block`` indices of ``mode`` and all of the modes after it (about ``CHUNK``
+    elements)."""
+    inner = 1
+    for mode in reversed(range(len(shape))):
+        if inner * shape[mode] > CHUNK:
+            return mode, max(1, CHUNK // inner)
+        inner *= shape[mode]
+    return 0, max(shape[0], 1)
+
+
+def groups_nd(shape: Sequence[int]) -> int:
+    """Work-groups for :meth:`KernelBuilder.elements_nd` over ``shape``."""
+    if not shape:
+        return 1
+    mode, block = split_nd(shape)
+    return math.prod(shape[:mode]) * -(-shape[mode] // block)

@@ -26,7 +26,7 @@ from math import prod
 
 from frontend.ir.core import Op
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.conv_direct import direct_convolution
 from frontend.lower.dot import gemm_kernel, gemm_output
 from frontend.lower.driver import FuncLowering
@@ -115,7 +115,9 @@ def convolution(lw: FuncLowering, op: Op) -> None:
 
 def _operands(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> tuple[int, int]:
     """The gemm's operands: the im2col patches and the weights."""
-    patches = _pack(lw, "im2col", (cs.groups, cs.m, cs.k), acc, _patch_element(op, cs, acc))
+    patches = _pack(lw, "im2col", ([cs.groups], [cs.out_batch, *cs.out_spatial],
+                                   [*cs.window, cs.in_features]), acc,
+                    _patch_element(op, cs, acc))
     return patches, _weights(lw, op, cs, acc)
 
 
@@ -128,8 +130,8 @@ def _weights(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> int:
     if (buf is not None and cs.groups == 1 and types.elem(rhs) == acc
             and labels == [*(str(i) for i in range(len(labels) - 2)), "i", "o"]):
         return buf
-    return _pack(lw, "weights", (cs.groups, cs.k, cs.out_per_group), acc,
-                 _weight_element(op, cs, acc))
+    return _pack(lw, "weights", ([cs.groups], [*cs.window, cs.in_features],
+                                 [cs.out_per_group]), acc, _weight_element(op, cs, acc))
 
 
 def _natural_out(op: Op) -> bool:
@@ -138,15 +140,22 @@ def _natural_out(op: Op) -> bool:
     return list(out) == ["b", *(str(i) for i in range(len(out) - 2)), "f"]
 
 
-def _pack(lw: FuncLowering, hint: str, shape: tuple[int, int, int], dtype: str,
+def _pack(lw: FuncLowering, hint: str, modes: tuple[list[int], ...], dtype: str,
           element: Element) -> int:
-    """A new row-major buffer of ``shape`` with ``element(k, f, idx)`` at every index."""
-    n = prod(shape)
+    """A new row-major buffer with ``element(k, f, idx)`` at every index; mode ``d`` has
+    size ``prod(modes[d])``.  The kernel walks the finer index space of all the factors,
+    so the element's ``delinearize`` of a mode into them needs no division."""
+    shape = tuple(prod(m) for m in modes)
+    fine = [n for m in modes for n in m]
     out = lw.new_buffer(dtype, shape)
     with lw.kernel(hint) as (k, f):
-        with k.elements(n) as i:
-            k.store(element(k, f, k.delinearize(i, shape)), out, dtype, n, i)
-    lw.launch_last(num_groups(n))
+        with k.elements_nd(fine) as fidx:
+            idx, at = [], 0
+            for m in modes:
+                idx.append(k.linear(fidx[at:at + len(m)], m))
+                at += len(m)
+            k.store(element(k, f, idx), out, dtype, prod(shape), k.linear(fidx, fine))
+    lw.launch_last(groups_nd(fine) if prod(shape) else 0)
     return out
 
 
@@ -217,16 +226,15 @@ def _unpack(lw: FuncLowering, op: Op, cs: ConvShape, c: int, out: int) -> None:
     n = prod(shape)
     osp = dn.spatial(dn.out)  # type: ignore[attr-defined]
     with lw.kernel("conv_out") as (k, _):
-        with k.elements(n) as i:
-            idx = k.delinearize(i, shape)
+        with k.elements_nd(shape) as idx:
             o = idx[dn.out.index("f")]  # type: ignore[attr-defined]
             m = k.linear([idx[dn.out.index("b")], *(idx[d] for d in osp)],  # type: ignore
                          [cs.out_batch, *cs.out_spatial])
             at = k.linear([k.idiv(o, cs.out_per_group), m, k.irem(o, cs.out_per_group)],
                           [cs.groups, cs.m, cs.out_per_group])
             x = k.load(c, acc, cs.groups * cs.m * cs.out_per_group, at)
-            k.store(k.cast(x, acc, t), out, t, n, i)
-    lw.launch_last(num_groups(n))
+            k.store(k.cast(x, acc, t), out, t, n, k.linear(idx, shape))
+    lw.launch_last(groups_nd(shape) if n else 0)
 
 
 def _zero(t: str) -> object:

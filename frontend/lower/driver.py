@@ -18,7 +18,7 @@ import numpy as np
 
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from frontend.lower import quant, types
-from frontend.lower.builder import KernelBuilder, num_groups
+from frontend.lower.builder import KernelBuilder, groups_nd
 from frontend.lower.fused import Epilogue, Fused, plan_epilogue
 from frontend.lower.inline import inline_calls
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
@@ -88,12 +88,12 @@ class FuncLowering:
 
     def compute_into(self, v: Value, out: int) -> None:
         """Write every element of ``v`` into buffer ``out`` with a fused kernel."""
-        n = types.size(v)
+        n, shape = types.size(v), types.shape(v)
         hint = _short(v.owner) if isinstance(v.owner, Op) else "copy"
         with self.kernel(hint) as (k, f):
-            with k.elements(n) as i:
-                k.store(f.value(v, k.delinearize(i, types.shape(v))), out, types.elem(v), n, i)
-        self.launch_last(num_groups(n))
+            with k.elements_nd(shape) as idx:
+                k.store(f.value(v, idx), out, types.elem(v), n, k.linear(idx, shape))
+        self.launch_last(groups_nd(shape) if n else 0)
 
     # -- kernels and steps ---------------------------------------------------------------------
 
