@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
-from frontend.lower import loops, types
+from frontend.lower import dynamic, loops, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
@@ -23,11 +23,18 @@ def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
 
 
 def _run_into(lw: FuncLowering, block: Block, outs: list[int],
-              args: Sequence[int] = ()) -> None:
-    """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``."""
+              args: Sequence[int] = (), in_place: dict[Op, int] | None = None) -> None:
+    """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``;
+    the ``dynamic_update_slice`` ops of ``in_place`` update their buffer in place."""
     for a, buf in zip(block.args, args, strict=True):
         lw.bind(a, buf)
-    results = [lw.materialize(v) for v in lw.lower_block(block)]
+    for op in block.ops[:-1]:
+        if in_place and op in in_place:
+            dynamic.update_in_place(lw, op, in_place[op])
+            lw.bind(op.result, in_place[op])
+        else:
+            lw.lower_op(op)
+    results = [lw.materialize(v) for v in block.ops[-1].operands]
     staged = []
     for src, dst in zip(results, outs, strict=True):
         if src != dst and src in outs:  # a permutation of carried buffers: stage first
@@ -38,6 +45,19 @@ def _run_into(lw: FuncLowering, block: Block, outs: list[int],
     for src, dst in staged:
         if src != dst:
             lw.step(Copy(src, dst))
+
+
+def _updates_in_place(lw: FuncLowering, body: Block, carry: list[int]) -> dict[Op, int]:
+    """The body's ``dynamic_update_slice`` ops that can write into a carried buffer: the
+    op's operand is carried value k, used only by it, and its result is carried on as k."""
+    out = {}
+    for k, v in enumerate(body.ops[-1].operands):
+        op = v.owner
+        if isinstance(op, Op) and op.name == "stablehlo.dynamic_update_slice" \
+                and op in body.ops and op.operand("operand") is body.args[k] \
+                and lw.uses.get(body.args[k]) == 1:
+            out[op] = carry[k]
+    return out
 
 
 @kernel("stablehlo.while")
@@ -56,7 +76,7 @@ def while_(lw: FuncLowering, op: Op) -> None:
             lw.bind(a, c)
         pred = lw.materialize(lw.lower_block(cond)[0])
     with lw.nested() as body_steps:
-        _run_into(lw, body, carry, carry)
+        _run_into(lw, body, carry, carry, _updates_in_place(lw, body, carry))
     lw.step(While(tuple(cond_steps), pred, tuple(body_steps), trips))
     _bind_results(lw, op, carry)
 

@@ -1,7 +1,10 @@
 """Dynamic ops whose shape operands are constants in the program: dynamic_pad,
 dynamic_gather, real_dynamic_slice and dynamic_conv lower as pad, gather, slice and
 convolution with the constants as attributes.  Shape operands computed at run time
-raise a CompileError."""
+raise a CompileError.
+
+Also :func:`update_in_place`: a ``dynamic_update_slice`` whose operand buffer dies at the
+update (a loop carry, :mod:`frontend.lower.control`) writes only the slice into it."""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from frontend.ir.core import Op, Value
-from frontend.lower import scatter_gather, shape
-from frontend.lower.builder import IndexExpr
+from frontend.lower import scatter_gather, shape, types
+from frontend.lower.builder import IndexExpr, groups_nd
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import KERNEL, elemental, kernel
@@ -86,3 +89,18 @@ def dynamic_conv(lw: FuncLowering, op: Op) -> None:
     """convolution with constant padding."""
     pad = np.asarray(constant_ints(op, op.operand("padding")), dtype=np.int64)
     KERNEL["stablehlo.convolution"](lw, _Static(op, {"padding": pad.reshape(-1, 2)}))  # type: ignore
+
+
+def update_in_place(lw: FuncLowering, op: Op, buffer: int) -> None:
+    """``dynamic_update_slice`` ``op`` into ``buffer``, which holds its operand and which
+    nothing reads afterwards: one kernel writes the update's elements at the (clamped)
+    start indices, the rest of the buffer stays as it is."""
+    update = op.operand("update")
+    ushape, oshape = types.shape(update), types.shape(op.result)
+    dtype, size = types.elem(op.result), types.size(op.result)
+    with lw.kernel("update_in_place") as (k, f):
+        with k.elements_nd(ushape) as idx:
+            starts = scatter_gather._dynamic_starts(f, op, list(ushape))
+            at = [k.iadd(s, i) for s, i in zip(starts, idx, strict=True)]
+            k.store(f.value(update, idx), buffer, dtype, size, k.linear(at, oshape))
+    lw.launch_last(groups_nd(ushape) if types.size(update) else 0)

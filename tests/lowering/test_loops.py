@@ -174,3 +174,62 @@ def test_jax_scan_rnn() -> None:
     got_h, got_hs = run((LOOPS / "rnn.mlir").read_text(), xs, h0, wx, wh)
     np.testing.assert_allclose(got_h, h, atol=1e-5)
     np.testing.assert_allclose(got_hs, np.array(hs), atol=1e-5)
+
+
+def scan_rows(extra_use: str = "") -> str:
+    """A counted loop writing row ``2i - 1`` (clamped into range) of a carried 5x4 buffer
+    with ``2 * row i of %a``; ``extra_use`` may read the carried buffer once more."""
+    return module("(%a: tensor<5x4xf32>, %o: tensor<5x4xf32>) -> tensor<5x4xf32>", f"""
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c0, %out = %o) : tensor<i32>, tensor<5x4xf32>
+   cond {{
+    %n = stablehlo.constant dense<4> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %z = stablehlo.constant dense<0> : tensor<i32>
+    %row = stablehlo.dynamic_slice %a, %i, %z, sizes = [1, 4]
+        : (tensor<5x4xf32>, tensor<i32>, tensor<i32>) -> tensor<1x4xf32>
+    %two = stablehlo.add %row, %row : tensor<1x4xf32>
+    %at = stablehlo.add %i, %i : tensor<i32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %at1 = stablehlo.subtract %at, %one : tensor<i32>
+    %new = stablehlo.dynamic_update_slice %out, %two, %at1, %z
+        : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>) -> tensor<5x4xf32>
+    {extra_use}
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j, %new : tensor<i32>, tensor<5x4xf32>
+  }}
+  return %0#1 : tensor<5x4xf32>""")
+
+
+def scan_rows_expected(a: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """scan_rows in numpy."""
+    out = o.copy()
+    for i in range(4):
+        out[min(max(2 * i - 1, 0), 4)] = 2 * a[i]
+    return out
+
+
+def body_copies(text: str) -> int:
+    """Copies in the body of the program's one while."""
+    from tensorlang.plan import Copy
+
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    return sum(isinstance(s, Copy) for s in loop.body)
+
+
+def test_dynamic_update_slice_of_a_carry_updates_in_place() -> None:
+    text = scan_rows()
+    assert body_copies(text) == 1  # the counter only
+    a, o = rand((5, 4)), rand((5, 4))
+    (got,) = run(text, a, o)
+    np.testing.assert_array_equal(got, scan_rows_expected(a, o))
+
+
+def test_dynamic_update_slice_of_a_carry_read_again_copies() -> None:
+    text = scan_rows("%keep = stablehlo.add %out, %out : tensor<5x4xf32>")
+    assert body_copies(text) == 2
+    a, o = rand((5, 4)), rand((5, 4))
+    (got,) = run(text, a, o)
+    np.testing.assert_array_equal(got, scan_rows_expected(a, o))
