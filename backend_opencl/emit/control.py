@@ -17,6 +17,7 @@ from tensorlang.schedule.foreach import (
     foreach_loops,
     parameters,
 )
+from tensorlang.schedule.loops import Block, Call, For, If, Node
 
 
 def _results(em: KernelEmitter, inst: Instruction, inits: list[str] | None) -> list[str]:
@@ -44,7 +45,10 @@ def emit_for(em: KernelEmitter, inst: Instruction) -> None:
     var = em.namer.fresh(body.args[0].name or "i")
     em.env[body.args[0]] = var
     inc = f"++{var}" if step_expr == "1" else f"{var} += {step_expr}"
-    with em.w.block(f"for ({ctype(t)} {var} = {lo}; {var} < {hi}; {inc})"):
+    narrow = em.narrow(body.args[0]) and step is None and em.narrow(inst.operand("from"))
+    if narrow:  # every value, the start and the last increment fit an int
+        em.narrow_names.add(var)
+    with em.w.block(f"for ({'int' if narrow else ctype(t)} {var} = {lo}; {var} < {hi}; {inc})"):
         for arg, name in zip(body.args[1:], carried, strict=False):
             em.define(arg, name)
         em.yields.append(carried)
@@ -87,7 +91,41 @@ def emit_foreach(em: KernelEmitter, inst: Instruction) -> None:
         names[LOCAL_ID] = _long_name(em, em.local_id(), "lid")
     iterators = [em.namer.fresh(f"c{d}") for d in range(depth(stmt, dist))]
     tree = foreach_loops(stmt, dist, names, iterators)
-    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)})
+    narrow = _narrow_loops(em, inst, tree)
+    em.narrow_names |= narrow
+    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)}, narrow=narrow)
+
+
+def _narrow_loops(em: KernelEmitter, inst: Instruction, tree: Node) -> frozenset[str]:
+    """The loops that can count in ``int``: unit steps, a lower bound that is a 32-bit
+    literal or ``int`` name, and a variable that is only ever a coordinate of a point
+    whose body argument is ``int`` (so every value it takes, and its last increment,
+    fits; an empty loop never assigns an out-of-range start)."""
+    loops: dict[str, For] = {}
+    uses: dict[str, list[bool]] = {}
+
+    def walk(node: Node | None) -> None:
+        if isinstance(node, Block):
+            for item in node.items:
+                walk(item)
+        elif isinstance(node, For):
+            loops[node.var] = node
+            walk(node.body)
+        elif isinstance(node, If):
+            walk(node.then)
+            walk(node.orelse)
+        elif isinstance(node, Call):
+            for arg, coord in zip(inst.regions[0].args, node.args, strict=True):
+                for var in loops:
+                    if var == coord:
+                        uses.setdefault(var, []).append(em.narrow(arg))
+                    elif var in coord:
+                        uses.setdefault(var, []).append(False)
+
+    walk(tree)
+    return frozenset(var for var, node in loops.items()
+                     if all(uses.get(var, [False])) and node.step == 1
+                     and em.narrow_expr(node.lower))
 
 
 def distribution(plan: KernelPlan, inst: Instruction | None = None) -> Distribution:
@@ -128,10 +166,12 @@ def _point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...]) -> None
     t: ScalarType = inst.attr("loop_type")
     body = inst.regions[0]
     for arg, coord in zip(body.args, point, strict=True):
-        if ctype(t) == "long" and coord.isidentifier():
+        if coord.isidentifier() and (coord in em.narrow_names if em.narrow(arg)
+                                     else ctype(t) == "long"):
             em.env[arg] = coord
         else:
-            em.define(arg, f"({ctype(t)})({coord})", arg.name or "i")
+            em.define(arg, f"({'int' if em.narrow(arg) else ctype(t)})({coord})",
+                      arg.name or "i")
     em.region(body)
 
 

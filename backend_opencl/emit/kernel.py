@@ -13,12 +13,13 @@ from backend_opencl.abi import ArgAbi, ParamKind, function_abi
 from backend_opencl.emit import guards
 from backend_opencl.emit.cnames import ctype, kernel_c_name, literal
 from backend_opencl.emit.localmem import plan_local_memory
+from backend_opencl.emit.ranges import Range, fits, index_ranges
 from backend_opencl.emit.target import KernelPlan, Target
 from backend_opencl.emit.unit import Unit
 from backend_opencl.emit.view import GroupView, MemView, is_literal
 from backend_opencl.emit.writer import Namer, Writer
 from tensorlang.ir.core import Function, Instruction, Region, Value
-from tensorlang.ir.types import GroupType, MemRefType, ScalarType, Type
+from tensorlang.ir.types import INDEX, GroupType, MemRefType, ScalarType, Type
 from tensorlang.verify.bounds import GUARD
 
 Handler = Callable[["KernelEmitter", Instruction], None]
@@ -54,6 +55,9 @@ class KernelEmitter:
         self.scratch_bytes = 0
         self.guard_sites: list[guards.GuardSite] = []
         self.namer.used.add(guards.PARAM)
+        self.ranges = index_ranges(func) if target.narrows_index else {}
+        self.narrow_names: set[str] = set()
+        """C names of ``int`` index values (and loop variables)."""
 
     # -- values -----------------------------------------------------------------------------
 
@@ -80,14 +84,32 @@ class KernelEmitter:
         return self.consts.get(value)
 
     def define(self, value: Value, expr: str, hint: str = "") -> str:
-        """Declare ``const T name = expr;`` for a scalar result and bind it."""
+        """Declare ``const T name = expr;`` for a scalar result and bind it (an ``index``
+        whose range fits 32 bits is an ``int``)."""
         t = value.type
         assert isinstance(t, ScalarType)
         self.use_type(t)
         name = self.namer.fresh(hint or value.name or "v")
-        self.w.line(f"const {ctype(t)} {name} = {expr};")
+        narrow = self.narrow(value)
+        self.w.line(f"const {'int' if narrow else ctype(t)} {name} = {expr};")
+        if narrow:
+            self.narrow_names.add(name)
         self.env[value] = name
         return name
+
+    def range(self, value: Value) -> Range | None:
+        """The proven interval of an integer value (None when unbounded)."""
+        return self.ranges.get(value)
+
+    def narrow(self, value: Value) -> bool:
+        """True for an ``index`` value that is held in an ``int`` (docs/codegen.md)."""
+        return value.type == INDEX and fits(self.ranges.get(value))
+
+    def narrow_expr(self, expr: str) -> bool:
+        """True when C expression ``expr`` is an ``int`` index name or a small literal."""
+        if expr.lstrip("-").isdigit():
+            return fits((int(expr), int(expr)))
+        return expr in self.narrow_names
 
     def long_var(self, expr: str, hint: str) -> str:
         """``expr`` itself when simple, else a new ``const long`` holding it."""

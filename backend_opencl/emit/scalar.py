@@ -47,13 +47,34 @@ def emit_arith(em: KernelEmitter, inst: Instruction) -> None:
     t: ScalarType = inst.attr("type")
     op: ArithOp = inst.attr("op")
     a = em.scalar(inst.operand("a"))
-    if op is ArithOp.NEG:
+    narrow = _narrow_arith(em, inst)
+    if narrow is not None:
+        expr = narrow
+    elif op is ArithOp.NEG:
         expr = numeric.negate(t, a)
     elif op is ArithOp.NOT:
         expr = f"!{a}" if t.is_bool else f"~{a}"
     else:
         expr = binary(op, t, a, em.scalar(inst.operand("b")))
     em.define(inst.result, expr)
+
+
+def _narrow_arith(em: KernelEmitter, inst: Instruction) -> str | None:
+    """Plain 32-bit C for index arithmetic whose operands and exact result fit an ``int``
+    (so it cannot overflow, and division needs no zero or -1 case); else None."""
+    op: ArithOp = inst.attr("op")
+    operands = [v for v in (inst.operand("a"), inst.operand("b")) if v is not None]
+    if not em.narrow(inst.result) or not all(em.narrow(v) for v in operands):
+        return None
+    names = [em.scalar(v) for v in operands]
+    if op is ArithOp.NEG:
+        return f"-{names[0]}"
+    if op in (ArithOp.ADD, ArithOp.SUB, ArithOp.MUL):
+        return f"{names[0]} {_BINARY[op]} {names[1]}"
+    ra, rb = em.range(operands[0]), em.range(operands[-1])
+    if op in (ArithOp.DIV, ArithOp.REM) and ra and rb and ra[0] >= 0 and rb[0] > 0:
+        return f"{names[0]} {_BINARY[op]} {names[1]}"
+    return None
 
 
 @handler("cast")
@@ -86,7 +107,7 @@ def emit_constant(em: KernelEmitter, inst: Instruction) -> None:
     t: ScalarType = inst.attr("type")
     value = inst.attr("value")
     em.consts[inst.result] = value
-    em.define(inst.result, literal(value, t))
+    em.define(inst.result, str(value) if em.narrow(inst.result) else literal(value, t))
 
 
 @handler("group_id")

@@ -34,6 +34,15 @@ class Target:
     kernel (tests), None: a tuned choice (``staged_kernels``) or the cost model's."""
     staged_kernels: tuple[tuple[str, bool], ...] = ()
     """Tuned staging choices: (kernel name, staged)."""
+    narrow_index: bool | None = None
+    """Hold ``index`` values proven to fit 32 bits in ``int`` (``emit/ranges.py``): True /
+    False for every kernel, None: on GPUs (64-bit integer arithmetic is emulated there);
+    on PoCL CPUs it measured no faster (im2col 1.5x slower), so CPUs keep ``long``."""
+
+    @property
+    def narrows_index(self) -> bool:
+        """Whether kernels for this target use 32-bit index arithmetic where it fits."""
+        return self.kind == "gpu" if self.narrow_index is None else self.narrow_index
 
     @property
     def native_subgroups(self) -> bool:
