@@ -4,13 +4,22 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup system-pocl lint clean
+.PHONY: demo test bench setup system-pocl lint clean
 
 demo: setup
 	$(PY) examples/demo.py
 
 test: setup
 	$(PY) -m pytest
+
+# Side by side with XLA CPU (jax) and IREE (benchmarks/stablehlo_models.py; docs/performance.md).
+# BENCH_ARGS passes options, e.g. make bench BENCH_ARGS='--quick --filter softmax'.
+bench: setup $(VENV)/.bench-installed
+	$(PY) benchmarks/stablehlo_models.py $(BENCH_ARGS)
+
+$(VENV)/.bench-installed: pyproject.toml
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	touch $@
 
 setup: $(STAMP)
 

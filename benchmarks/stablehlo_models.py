@@ -1,48 +1,206 @@
-"""Benchmark: the StableHLO example models and conv/reduce micro-benchmarks, tlc vs numpy.
+"""Benchmark: whole StableHLO programs, tlc side by side with XLA CPU (jax) and IREE.
 
-Run ``.venv/bin/python benchmarks/stablehlo_models.py`` (``--quick`` for fewer sizes and
-repeats).  Each model in ``examples/{mlp,transformer_block,cnn}.mlir`` is compiled with
-tlc and run on its inputs from ``examples/*.npz``; the same model is written here in
-numpy (checked against the JAX outputs stored in the npz).  Micro-benchmarks build small
-StableHLO programs (an NHWC 3x3 convolution, row / column / full sums) at a few sizes.
-Every time is the median of repeated warm runs (after one untimed run), all measured in
-the same process; a tlc time is a whole call of the executable: upload of the inputs,
-kernels and download of the results.  The ratio is numpy time / tlc time (> 1: tlc is
-faster).
+Run ``.venv/bin/python benchmarks/stablehlo_models.py`` (``make bench`` installs the
+``bench`` extra first: jax, iree-base-compiler, iree-base-runtime).  Tried as a new user
+would: numpy arrays in, numpy arrays out.  For every program of :mod:`programs` (the
+three JAX-exported examples and ~30 JAX functions) the StableHLO text is compiled by
+
+- tlc: ``backend_opencl.compile_stablehlo(text)``, called as ``exe(*arrays)``;
+- XLA CPU: ``jax.jit(f)`` called on the numpy arrays, results through ``np.asarray``;
+- IREE llvm-cpu: ``iree.compiler.compile_str(text, target_backends=["llvm-cpu"])`` with
+  ``--iree-llvmcpu-target-cpu=host``, run through ``iree.runtime``, results to numpy.
+
+A peer that is not installed, or fails on a program, is skipped with a note.  tlc's
+results are checked against XLA's (a wrong result is a FAIL row and is not timed).
+Timing is interleaved round-robin in one process (tlc, XLA, IREE, tlc, ...), so machine
+noise hits every peer alike; a time is the median of the warm calls.  Printed per
+program: times, tlc/XLA, tlc/IREE, tlc/best peer, tlc's compile time (lowering and the
+first call, which builds the OpenCL program or finds it in the disk cache); then the
+geometric mean of tlc/best and the worst program.  Ratios < 1: tlc is faster.
+
+Without jax (or with ``--numpy``) it runs the three examples against numpy versions of
+the models, checked against the JAX outputs stored in ``examples/*.npz``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import math
+import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 import backend_opencl  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+Arrays = tuple[np.ndarray, ...]
+Runner = Callable[[], Arrays]
+
+TOLERANCE = {"f": 2e-4, "c": 2e-4, "f2": 1e-2, "bfloat16": 3e-2}
+"""Largest error relative to max(1, max |reference|), by dtype kind (ints: exact)."""
 
 
-def median_time(fn: Callable[[], object], budget: float, max_reps: int) -> float:
-    """Median seconds of ``fn()`` over repeated runs after one warm-up."""
-    fn()
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < 3 or (len(times) < max_reps and time.perf_counter() - start < budget):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+@dataclass(frozen=True)
+class Case:
+    """A program to run: its name, StableHLO text, inputs and how to run it in each peer."""
+
+    name: str
+    text: str
+    args: Arrays
+    tol: float | None = None
+    fn: Callable[..., Any] | None = None
+    """The JAX function (XLA peer) or numpy function (numpy peer)."""
+    want: Arrays | None = None
+    """Reference outputs when no peer provides them (the numpy mode: JAX's stored outputs)."""
+    target: bool = True
+    """In issue #11's target set (its geometric mean is printed apart)."""
 
 
-# -- the models in numpy ---------------------------------------------------------------------
+@dataclass
+class Row:
+    """The measurements of one program."""
+
+    name: str
+    target: bool = True
+    status: str = "ok"
+    """ok, FAIL (wrong result), ERROR (tlc could not compile or run it)."""
+    error: float | None = None
+    times: dict[str, float] = field(default_factory=dict)
+    compile_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, peer: str) -> float | None:
+        """tlc time / ``peer`` time, None when either is missing."""
+        if "tlc" not in self.times or peer not in self.times:
+            return None
+        return self.times["tlc"] / self.times[peer]
+
+    def best_ratio(self, peers: Sequence[str]) -> float | None:
+        """tlc time / the fastest peer's time."""
+        have = [self.times[p] for p in peers if p in self.times]
+        if "tlc" not in self.times or not have:
+            return None
+        return self.times["tlc"] / min(have)
+
+
+# -- peers -----------------------------------------------------------------------------------
+
+
+class Peer:
+    """A compiler to compare with: ``prepare`` returns a runner or raises to skip."""
+
+    name = ""
+
+    def prepare(self, case: Case) -> Runner:
+        """A callable running ``case`` on its numpy inputs and returning numpy outputs."""
+        raise NotImplementedError
+
+
+class Tlc(Peer):
+    """tlc: ``compile_stablehlo`` and a call on numpy arrays."""
+
+    name = "tlc"
+
+    def __init__(self, tracebacks: bool = False) -> None:
+        self.compile_s = 0.0
+        self.tracebacks = tracebacks
+
+    def prepare(self, case: Case) -> Runner:
+        """Compile; the first call (which builds the OpenCL program) counts as compile."""
+        start = time.perf_counter()
+        exe = backend_opencl.compile_stablehlo(case.text, filename=f"{case.name}.mlir")
+        exe(*case.args)
+        self.compile_s = time.perf_counter() - start
+        return lambda: exe(*case.args)
+
+
+class Xla(Peer):
+    """XLA CPU through ``jax.jit``."""
+
+    name = "xla"
+
+    def __init__(self) -> None:
+        import jax
+
+        self.jax = jax
+
+    def prepare(self, case: Case) -> Runner:
+        """jit the JAX function; leaves of the result converted with np.asarray."""
+        if case.fn is None:
+            raise ValueError("no JAX function")
+        jitted = self.jax.jit(case.fn)
+        leaves = self.jax.tree_util.tree_leaves
+        return lambda: tuple(np.asarray(o) for o in leaves(jitted(*case.args)))
+
+
+class Iree(Peer):
+    """IREE llvm-cpu for the host CPU, through ``iree.runtime``."""
+
+    name = "iree"
+
+    def __init__(self) -> None:
+        import iree.compiler
+        import iree.runtime
+
+        self.compiler = iree.compiler
+        self.runtime = iree.runtime
+        self.config = iree.runtime.Config("local-task")
+
+    def prepare(self, case: Case) -> Runner:
+        """Compile the StableHLO text and load it into a fresh context."""
+        vmfb = self.compiler.compile_str(
+            case.text, target_backends=["llvm-cpu"], input_type="stablehlo",
+            extra_args=["--iree-llvmcpu-target-cpu=host"])
+        ctx = self.runtime.SystemContext(config=self.config)
+        module = self.runtime.VmModule.copy_buffer(ctx.instance, vmfb)
+        ctx.add_vm_module(module)
+        main = ctx.modules[module.name]["main"]
+
+        def run() -> Arrays:
+            outs = main(*case.args)
+            outs = outs if isinstance(outs, (list, tuple)) else (outs,)
+            return tuple(np.asarray(o.to_host()) for o in outs)
+
+        return run
+
+
+class Numpy(Peer):
+    """The example models written in numpy (no jax needed)."""
+
+    name = "numpy"
+
+    def prepare(self, case: Case) -> Runner:
+        """Call the numpy version of the model."""
+        if case.fn is None:
+            raise ValueError("no numpy version")
+        fn = case.fn
+        return lambda: (fn(*case.args),)
+
+
+def _peer(cls: type[Peer]) -> Peer | None:
+    try:
+        return cls()
+    except ImportError as exc:
+        print(f"note: {cls.name} skipped: {exc}")
+        return None
+
+
+# -- the numpy versions of the examples ------------------------------------------------------
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -50,8 +208,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def mlp(x, w1, b1, w2, b2, w3, b3):  # type: ignore[no-untyped-def]
-    """Two ReLU layers and a softmax head."""
+def np_mlp(x, w1, b1, w2, b2, w3, b3):  # type: ignore[no-untyped-def]
+    """examples/mlp: two ReLU layers and a softmax head."""
     h = np.maximum(x @ w1 + b1, 0)
     h = np.maximum(h @ w2 + b2, 0)
     return _softmax(h @ w3 + b3)
@@ -61,8 +219,8 @@ def _rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + np.float32(1e-6)) * g
 
 
-def transformer_block(x, wq, wk, wv, wo, g1, w1, w2, g2):  # type: ignore[no-untyped-def]
-    """RMS norm, causal single-head attention, RMS norm, GELU (tanh) MLP, residuals."""
+def np_transformer_block(x, wq, wk, wv, wo, g1, w1, w2, g2):  # type: ignore[no-untyped-def]
+    """examples/transformer_block: RMS norm, causal attention, GELU (tanh) MLP."""
     h = _rms(x, g1)
     q, k, v = h @ wq, h @ wk, h @ wv
     s = q @ k.transpose(0, 2, 1) / np.sqrt(np.float32(x.shape[-1]))
@@ -74,8 +232,7 @@ def transformer_block(x, wq, wk, wv, wo, g1, w1, w2, g2):  # type: ignore[no-unt
     return y + gelu @ w2
 
 
-def conv_nhwc(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """'SAME' 3x3 (any odd window) NHWC x HWIO convolution, stride 1, as im2col + matmul."""
+def _conv_nhwc(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     kh, kw = w.shape[:2]
     xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
     win = sliding_window_view(xp, (kh, kw), axis=(1, 2))  # b, h, w, c, kh, kw
@@ -87,125 +244,310 @@ def _pool(x: np.ndarray) -> np.ndarray:
     return x.reshape(b, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
 
 
-def cnn(x, k1, b1, k2, b2, w, b):  # type: ignore[no-untyped-def]
-    """Two conv + ReLU + 2x2 max-pool stages and a dense layer."""
-    h = _pool(np.maximum(conv_nhwc(x, k1) + b1, 0))
-    h = _pool(np.maximum(conv_nhwc(h, k2) + b2, 0))
+def np_cnn(x, k1, b1, k2, b2, w, b):  # type: ignore[no-untyped-def]
+    """examples/cnn: two conv + ReLU + 2x2 max-pool stages and a dense layer."""
+    h = _pool(np.maximum(_conv_nhwc(x, k1) + b1, 0))
+    h = _pool(np.maximum(_conv_nhwc(h, k2) + b2, 0))
     return h.reshape(h.shape[0], -1) @ w + b
 
 
-MODELS = {"mlp": mlp, "transformer_block": transformer_block, "cnn": cnn}
+NUMPY_MODELS = {"mlp": np_mlp, "transformer_block": np_transformer_block, "cnn": np_cnn}
 
 
-# -- micro-benchmark programs ----------------------------------------------------------------
-
-
-def _ty(shape: tuple[int, ...]) -> str:
-    return "tensor<" + "".join(f"{n}x" for n in shape) + "f32>"
-
-
-def conv_program(b: int, h: int, c: int, o: int) -> str:
-    """An NHWC 3x3 'SAME' convolution."""
-    ls, rs, os_ = (b, h, h, c), (3, 3, c, o), (b, h, h, o)
-    return f"""func.func public @main(%x: {_ty(ls)}, %w: {_ty(rs)}) -> {_ty(os_)} {{
-  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
-      window = {{pad = [[1, 1], [1, 1]]}} {{batch_group_count = 1 : i64,
-      feature_group_count = 1 : i64}} : ({_ty(ls)}, {_ty(rs)}) -> {_ty(os_)}
-  return %0 : {_ty(os_)}
-}}
-"""
-
-
-def reduce_program(shape: tuple[int, ...], dims: list[int]) -> str:
-    """A float sum over ``dims``."""
-    out = tuple(n for d, n in enumerate(shape) if d not in dims)
-    return f"""func.func public @main(%a: {_ty(shape)}) -> {_ty(out)} {{
-  %z = stablehlo.constant dense<0.0> : tensor<f32>
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = {dims}
-      : ({_ty(shape)}, tensor<f32>) -> {_ty(out)}
-  return %0 : {_ty(out)}
-}}
-"""
-
-
-# -- running ---------------------------------------------------------------------------------
-
-
-def device_runner(exe: object, ins: list[np.ndarray]) -> Callable[[], None]:
-    """Run ``exe``'s host plan on inputs uploaded once (kernels and device copies only)."""
-    from backend_opencl import plan_exec
-    from backend_opencl.runtime import buffers
-
-    uploaded = [buffers.upload(exe.device, a) for a in ins]  # type: ignore[attr-defined]
-
-    def go() -> None:
-        run = plan_exec._Run(exe)
-        for bid, arr in zip(exe.plan.params, uploaded, strict=True):  # type: ignore
-            run.live[bid] = arr
-        run.steps(exe.plan.steps)  # type: ignore[attr-defined]
-        exe.device.queue.finish()  # type: ignore[attr-defined]
-
-    return go
-
-
-def _row(name: str, exe: Callable, ref: Callable, ins: list[np.ndarray],  # type: ignore[type-arg]
-         reps: tuple[float, int]) -> None:
-    got = exe(*ins)[0]
-    want = ref(*ins)
-    err = float(np.max(np.abs(got - want))) / max(1.0, float(np.max(np.abs(want))))
-    t_call = median_time(lambda: exe(*ins), *reps)
-    t_dev = median_time(device_runner(exe, ins), *reps)
-    t_np = median_time(lambda: ref(*ins), *reps)
-    print(f"| {name:32s} | {t_call * 1e3:9.3f} | {t_dev * 1e3:9.3f} | {t_np * 1e3:9.3f} | "
-          f"{t_np / t_call:6.2f} | {t_np / t_dev:6.2f} | {err:7.1e} |", flush=True)
-
-
-def models(reps: tuple[float, int]) -> None:
-    """The example models."""
-    for name, ref in MODELS.items():
+def numpy_cases() -> list[Case]:
+    """The three examples with their numpy versions and JAX's stored outputs."""
+    cases = []
+    for name, fn in NUMPY_MODELS.items():
         data = np.load(EXAMPLES / f"{name}.npz")
-        ins = [data[f"in{i}"] for i in range(sum(k.startswith("in") for k in data.files))]
-        want = data["out0"]
-        assert np.allclose(ref(*ins), want, rtol=1e-3, atol=1e-4), name
-        exe = backend_opencl.compile_stablehlo((EXAMPLES / f"{name}.mlir").read_text(),
-                                               filename=f"{name}.mlir")
-        _row(f"model {name}", exe, ref, ins, reps)
+        count = sum(k.startswith("in") for k in data.files)
+        cases.append(Case(f"ex_{name}", (EXAMPLES / f"{name}.mlir").read_text(),
+                          tuple(data[f"in{i}"] for i in range(count)), fn=fn,
+                          want=(data["out0"],)))
+    return cases
 
 
-def micro(quick: bool, reps: tuple[float, int]) -> None:
-    """Convolution and reduction micro-benchmarks."""
-    rng = np.random.default_rng(0)
-    convs = [(4, 16, 8, 16), (8, 32, 16, 32)] + ([] if quick else [(8, 64, 32, 64)])
-    for b, h, c, o in convs:
-        ins = [rng.standard_normal(s).astype(np.float32) for s in ((b, h, h, c), (3, 3, c, o))]
-        exe = backend_opencl.compile_stablehlo(conv_program(b, h, c, o))
-        _row(f"conv3x3 {b}x{h}x{h}x{c} -> {o}", exe, conv_nhwc, ins, reps)
-    sums = [((256, 1024), [1]), ((1 << 20,), [0]), ((1024, 256), [0])]
-    if not quick:
-        sums += [((2048, 4096), [1]), ((1 << 23,), [0]), ((4096, 2048), [0])]
-    for shape, dims in sums:
-        a = rng.standard_normal(shape).astype(np.float32)
-        exe = backend_opencl.compile_stablehlo(reduce_program(shape, dims))
-        label = "x".join(map(str, shape))
-        _row(f"sum {label} over {dims}", exe,
-             lambda x, d=tuple(dims): x.sum(axis=d, dtype=np.float32), [a], reps)
+def jax_cases() -> list[Case]:
+    """The program set of :mod:`programs`, exported now."""
+    import programs
+
+    cases = []
+    for prog in programs.PROGRAMS:
+        args = prog.inputs()
+        cases.append(Case(prog.name, prog.text(args), args, prog.tol, prog.fn,
+                          target=prog.target))
+    return cases
+
+
+# -- checking and timing ---------------------------------------------------------------------
+
+
+def _tolerance(dtype: np.dtype) -> float:
+    if dtype.kind in "biu":
+        return 0.0
+    return TOLERANCE.get(dtype.name, TOLERANCE.get(f"{dtype.kind}{dtype.itemsize}",
+                                                   TOLERANCE.get(dtype.kind, 2e-4)))
+
+
+def compare(got: Arrays, want: Arrays, tol: float | None) -> tuple[float, str | None]:
+    """The largest relative error of ``got`` against ``want``, and why it fails (or None)."""
+    if len(got) != len(want):
+        return math.inf, f"{len(got)} outputs, expected {len(want)}"
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        err, why = _compare_one(g, w, tol if tol is not None else _tolerance(w.dtype))
+        if why:
+            return err, f"output {i}: {why}"
+        worst = max(worst, err)
+    return worst, None
+
+
+def _compare_one(got: np.ndarray, want: np.ndarray, tol: float) -> tuple[float, str | None]:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return math.inf, f"{got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
+    wide = np.complex128 if want.dtype.kind == "c" else np.float64
+    g, w = got.astype(wide), want.astype(wide)
+    finite = np.isfinite(w)
+    if not np.array_equal(finite, np.isfinite(g)) or \
+            not np.array_equal(g[~finite], w[~finite], equal_nan=True):
+        return math.inf, "NaNs or infinities differ"
+    if not finite.any():
+        return 0.0, None
+    scale = max(1.0, float(np.max(np.abs(w[finite]))))
+    err = float(np.max(np.abs(g[finite] - w[finite]))) / scale
+    return err, (f"({want.dtype}) error {err:.2e}" if err > tol else None)
+
+
+def interleaved(runners: dict[str, Runner], budget: float, max_rounds: int,
+                min_rounds: int = 3) -> dict[str, float]:
+    """Median seconds per call of each runner, called in turn (round-robin) after a warm-up."""
+    for run in runners.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < min_rounds or (rounds < max_rounds and time.perf_counter() - start < budget):
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+        rounds += 1
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _why(exc: BaseException) -> str:
+    """A one-line reason from an exception (the first line of its message)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def measure(case: Case, tlc: Tlc, peers: list[Peer], budget: float, max_rounds: int) -> Row:
+    """Prepare every peer, check tlc against the reference, time them interleaved."""
+    row = Row(case.name, case.target)
+    runners, results = _prepare_peers(case, peers, row)
+    want = case.want if case.want is not None else results.get("xla", results.get("numpy"))
+    runner = _prepare_tlc(case, tlc, want, row)
+    if runner is not None:
+        runners = {"tlc": runner, **runners}
+    if want is not None and "iree" in results:
+        _, why = compare(results["iree"], want, case.tol)
+        if why:
+            row.notes.append(f"iree differs from xla: {why}")
+    if runners:
+        gc.collect()
+        row.times = interleaved(runners, budget, max_rounds)
+    return row
+
+
+def _prepare_peers(case: Case, peers: list[Peer],
+                   row: Row) -> tuple[dict[str, Runner], dict[str, Arrays]]:
+    """The runners of the peers that handle ``case`` and their first results."""
+    runners: dict[str, Runner] = {}
+    results: dict[str, Arrays] = {}
+    for peer in peers:
+        try:
+            run = peer.prepare(case)
+            results[peer.name] = run()
+            runners[peer.name] = run
+        except Exception as exc:  # a peer that fails on a program is skipped, not fatal
+            row.notes.append(f"{peer.name} skipped: {_why(exc)}")
+    return runners, results
+
+
+def _prepare_tlc(case: Case, tlc: Tlc, want: Arrays | None, row: Row) -> Runner | None:
+    """tlc's runner when it compiles, runs and matches ``want``; else None and the row says
+    why (ERROR or FAIL)."""
+    try:
+        runner = tlc.prepare(case)
+        row.compile_s = tlc.compile_s
+        got = runner()
+    except Exception as exc:
+        row.status = "ERROR"
+        row.notes.insert(0, f"tlc: {_why(exc)}")
+        if tlc.tracebacks:
+            traceback.print_exc()
+        return None
+    if want is None:
+        row.notes.append("tlc unchecked: no peer gave a reference")
+        return runner
+    row.error, why = compare(got, want, case.tol)
+    if why:
+        row.status = "FAIL"
+        row.notes.insert(0, f"tlc wrong: {why}")
+        return None
+    return runner
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+def _ms(t: float | None) -> str:
+    return "-" if t is None else f"{t * 1e3:.3f}"
+
+
+def _x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}"
+
+
+def header(peers: Sequence[str]) -> list[str]:
+    """The table's header lines."""
+    cols = ["program", "check", "tlc ms", *(f"{p} ms" for p in peers),
+            *(f"tlc/{p}" for p in peers), "tlc/best", "tlc compile s"]
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+
+def line(row: Row, peers: Sequence[str], worst: bool = False) -> str:
+    """One row of the table."""
+    check = row.status if row.status != "ok" else \
+        "unchecked" if row.error is None else f"ok {row.error:.0e}"
+    best = _x(row.best_ratio(peers))
+    cols = [row.name, check if row.status == "ok" else f"**{check}**",
+            _ms(row.times.get("tlc")), *(_ms(row.times.get(p)) for p in peers),
+            *(_x(row.ratio(p)) for p in peers), f"**{best}** (worst)" if worst else best,
+            "-" if row.compile_s is None else f"{row.compile_s:.2f}"]
+    return "| " + " | ".join(cols) + " |"
+
+
+def geomean(values: list[float]) -> float:
+    """Geometric mean."""
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def summary(rows: list[Row], peers: Sequence[str]) -> list[str]:
+    """The geometric means, the worst program, failures and notes."""
+    out = []
+    for label, key in [(f"tlc/{p}", p) for p in peers] + [("tlc/best", None)]:
+        ratios = [r for row in rows
+                  if (r := row.best_ratio(peers) if key is None else row.ratio(key)) is not None]
+        if ratios:
+            out.append(f"- geometric mean {label}: **{geomean(ratios):.2f}** "
+                       f"over {len(ratios)} programs")
+    target = [r for row in rows if row.target and (r := row.best_ratio(peers)) is not None]
+    if target and len(target) < len(rows):
+        out.append(f"- geometric mean tlc/best on issue #11's target set: "
+                   f"**{geomean(target):.2f}** over {len(target)} programs ("
+                   + ", ".join(row.name for row in rows if row.target) + ")")
+    worst = _worst(rows, peers)
+    if worst is not None:
+        out.append(f"- worst: {worst.name} ({worst.best_ratio(peers):.2f}x the best peer)")
+        over = [row.name for row in rows if (row.best_ratio(peers) or 0.0) > 2.0]
+        out.append(f"- over 2x the best peer: {len(over)} of {len(rows)}"
+                   + (f" ({', '.join(over)})" if over else ""))
+    bad = [row for row in rows if row.status != "ok"]
+    if bad:
+        out.append(f"- **{len(bad)} tlc failures**: " + ", ".join(r.name for r in bad))
+    out += [f"- {row.name}: {note}" for row in rows for note in row.notes]
+    return out
+
+
+def _worst(rows: list[Row], peers: Sequence[str]) -> Row | None:
+    timed = [row for row in rows if row.best_ratio(peers) is not None]
+    return max(timed, key=lambda row: row.best_ratio(peers) or 0.0) if timed else None
+
+
+def markdown(rows: list[Row], peers: Sequence[str], about: str) -> str:
+    """The whole table and summary as markdown, after the line ``about``."""
+    worst = _worst(rows, peers)
+    lines = [about, ""] + header(peers) + [line(row, peers, row is worst) for row in rows]
+    return "\n".join(lines + [""] + summary(rows, peers)) + "\n"
+
+
+# -- main ------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the table."""
+    """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--filter", metavar="RE", help="only programs whose name matches")
+    parser.add_argument("--numpy", action="store_true",
+                        help="the three examples against numpy (no jax or IREE needed)")
+    parser.add_argument("--no-iree", action="store_true", help="skip IREE")
+    parser.add_argument("--markdown", metavar="FILE", help="write the table to FILE")
+    parser.add_argument("--json", metavar="FILE", help="write the measurements to FILE")
+    parser.add_argument("--traceback", action="store_true", help="print tlc's tracebacks")
     args = parser.parse_args(argv)
-    reps = (0.3, 10) if args.quick else (1.0, 50)
-    print("| case                             | tlc call  | tlc dev.  | numpy     | np/call"
-          " | np/dev | rel.err |")
-    print("|                                  | (ms)      | (ms)      | (ms)      |        "
-          " |        |         |")
-    print("|----------------------------------|-----------|-----------|-----------|--------"
-          "-|--------|---------|")
-    models(reps)
-    micro(args.quick, reps)
-    return 0
+    budget, max_rounds = (0.3, 30) if args.quick else (2.0, 300)
+
+    peers: list[Peer] = []
+    if not args.numpy:
+        xla = _peer(Xla)
+        if xla is None:
+            print("note: jax is not installed: running the numpy comparison (--numpy)")
+        else:
+            peers = [xla] + ([] if args.no_iree else [p for p in [_peer(Iree)] if p])
+    if not peers:
+        peers = [Numpy()]
+    cases = numpy_cases() if isinstance(peers[0], Numpy) else jax_cases()
+    if args.filter:
+        cases = [c for c in cases if re.search(args.filter, c.name)]
+    names = [p.name for p in peers]
+    about = (f"{time.strftime('%Y-%m-%d')}, {_device()}; {_versions(names)}; "
+             f"{len(cases)} programs{' (--quick)' if args.quick else ''}")
+    print(about, flush=True)
+    print("\n".join(header(names)), flush=True)
+    rows = []
+    tlc = Tlc(args.traceback)
+    for case in cases:
+        rows.append(measure(case, tlc, peers, budget, max_rounds))
+        print(line(rows[-1], names), flush=True)
+    print()
+    print("\n".join(summary(rows, names)))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(rows, names, about))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"about": about, "peers": names, "quick": args.quick,
+             "rows": [_jsonable(row) for row in rows]}, indent=1))
+    return 1 if any(row.status != "ok" for row in rows) else 0
+
+
+def _jsonable(row: Row) -> dict[str, Any]:
+    data = vars(row).copy()
+    if data["error"] is not None and not math.isfinite(data["error"]):
+        data["error"] = None
+    return data
+
+
+def _versions(peers: Sequence[str]) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    dists = {"xla": "jaxlib", "iree": "iree-base-runtime", "numpy": "numpy"}
+    parts = []
+    for peer in peers:
+        try:
+            parts.append(f"{peer} ({dists[peer]} {version(dists[peer])})")
+        except PackageNotFoundError:
+            parts.append(peer)
+    return "peers: " + ", ".join(parts)
+
+
+def _device() -> str:
+    try:
+        from backend_opencl.runtime import devices
+
+        return devices.get_device().label
+    except Exception:
+        return "default OpenCL device"
 
 
 if __name__ == "__main__":
