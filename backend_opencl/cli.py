@@ -98,8 +98,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME]``."""
+    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME] [--profile]``."""
+    import os
+
     from backend_opencl import driver
+
+    if args.profile:  # before the device's queue exists: it is made with profiling on
+        os.environ["TLC_PROFILE"] = "1"
 
     return driver.run_cli(args)
 
@@ -139,6 +144,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help=".npz whose arrays bind to the parameters in order")
     p.add_argument("-o", "--output")
     p.add_argument("--entry", default="main")
+    p.add_argument("--profile", action="store_true",
+                   help="print per-kernel device time, launch counts, bytes moved between "
+                        "host and device and host overhead to stderr (as TLC_PROFILE=1)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run the program this many times (for --profile)")
     _check_bounds_option(p)
     p = add("tune", cmd_tune, "autotune register blocks on the device (cached)")
     p.add_argument("file")

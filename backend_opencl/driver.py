@@ -3,18 +3,29 @@
 ``compile_program`` parses (if given text), runs the back end's pass pipeline on a copy
 (the caller's program is never modified), generates OpenCL C for the chosen device,
 builds it once (cached) and returns a :class:`~backend_opencl.module.Module`.
+
+``compile_stablehlo_program`` keeps what lowering a StableHLO program produced (the host
+plan, the OpenCL C source and its kernels' launch facts) in a disk cache keyed by the
+text, entry, device and a hash of tlc's own sources, so a second process skips parsing,
+lowering and code generation (and imports none of them); the OpenCL build itself comes
+from the driver's or pyopencl's cache (``runtime/build.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-from typing import Any
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from backend_opencl.emit import DEFAULT_TARGET, EmittedProgram, Target, emit_program
-from backend_opencl.emit.target import target_from_device
 from tensorlang.diagnostics import TlcError
 from tensorlang.ir.core import Program
+
+if TYPE_CHECKING:
+    from backend_opencl.emit import EmittedProgram, Target
 
 
 def _as_program(program: Any, filename: str = "<string>") -> Program:
@@ -47,11 +58,13 @@ def _after_passes(program: Program, check_bounds: bool = False) -> Program:
     return work
 
 
-def lower(program: Program, target: Target = DEFAULT_TARGET,
+def lower(program: Program, target: Target | None = None,
           check_bounds: bool = False) -> EmittedProgram:
     """Run the back end's passes on a copy of ``program`` and generate OpenCL C
     (``check_bounds``: with run-time bounds guards, docs/abi.md)."""
-    return emit_program(_after_passes(program, check_bounds), target)
+    from backend_opencl.emit import DEFAULT_TARGET, emit_program
+
+    return emit_program(_after_passes(program, check_bounds), target or DEFAULT_TARGET)
 
 
 def compile_program(program: Any, device: Any = None, target: Target | None = None,
@@ -62,6 +75,7 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     to run GPU-style tiling on a CPU device).  ``check_bounds`` guards every access isl
     cannot prove in bounds; a violation raises ``BoundsError`` after the launch.
     """
+    from backend_opencl.emit.target import target_from_device
     from backend_opencl.module import Module
     from backend_opencl.tune import cached_target
 
@@ -97,6 +111,8 @@ def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
 
 def _target_or_default(device: Any) -> Target:
     """The device's target, or the default CPU target when no OpenCL device is available."""
+    from backend_opencl.emit import DEFAULT_TARGET
+    from backend_opencl.emit.target import target_from_device
     from backend_opencl.runtime import DeviceError
 
     try:
@@ -132,20 +148,102 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
 
     ``check_bounds``: the kernels get run-time bounds guards (their locations are in
     the lowered tensor language, ``<lowered>``)."""
-    import frontend
-    from frontend.lower import lower_function
-
     dev = _device(device)
     key = (text, filename, entry, dev.key, check_bounds)
     exe = _EXECUTABLES.get(key)
     if exe is not None:
         return exe
-    module = frontend.parse(text, filename=filename)
-    parts = module.parts or [module]
-    lowered = lower_function(_part_with(parts, entry), entry)
-    exe = _executable(lowered, dev, entry, check_bounds)
+    disk = _lowered_cache_file(key)
+    exe = _load_executable(disk, dev) if disk is not None else None
+    if exe is None:
+        import frontend
+        from frontend.lower import lower_function
+
+        module = frontend.parse(text, filename=filename)
+        parts = module.parts or [module]
+        lowered = lower_function(_part_with(parts, entry), entry)
+        exe = _executable(lowered, dev, entry, check_bounds)
+        if disk is not None:
+            _store_executable(disk, exe)
     _EXECUTABLES[key] = exe
     return exe
+
+
+LOWERED_VERSION = 1
+"""Bumped when the stored form changes."""
+_SOURCE_HASH: list[str] = []
+
+
+def _source_hash() -> str:
+    """A hash of tlc's own Python sources (a changed compiler never reads old entries)."""
+    if not _SOURCE_HASH:
+        root = Path(__file__).resolve().parent.parent
+        digest = hashlib.sha256(str(LOWERED_VERSION).encode())
+        for package in ("frontend", "tensorlang", "backend_opencl"):
+            for path in sorted((root / package).rglob("*.py")):
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+        _SOURCE_HASH.append(digest.hexdigest())
+    return _SOURCE_HASH[0]
+
+
+def lowered_cache_directory() -> Path | None:
+    """Where lowered programs are kept: ``$TLC_CACHE_DIR/lowered``, default
+    ``~/.cache/tlc/lowered``; None when ``TLC_CACHE_DIR=off``."""
+    from backend_opencl.runtime.build import CACHE_ENV
+
+    configured = os.environ.get(CACHE_ENV)
+    if configured == "off":
+        return None
+    base = Path(configured) if configured else Path.home() / ".cache" / "tlc"
+    return base / "lowered"
+
+
+def _lowered_cache_file(key: tuple[Any, ...]) -> Path | None:
+    """The cache file of a compile (None: no disk cache, or bounds guards asked for)."""
+    folder = lowered_cache_directory()
+    if folder is None or key[-1]:  # check_bounds: diagnostics need the kernels' IR
+        return None
+    tune = Path(os.environ.get("TLC_TUNE_CACHE") or Path.home() / ".cache" / "tlc" /
+                "tune.json")
+    try:
+        tuned = tune.read_bytes()
+    except OSError:
+        tuned = b""
+    digest = hashlib.sha256(repr(key).encode() + _source_hash().encode() + tuned)
+    return folder / f"{digest.hexdigest()}.pickle"
+
+
+def _load_executable(path: Path, dev: Any) -> Any:
+    """The executable stored in ``path``, or None when there is none (or it is unreadable)."""
+    try:
+        with path.open("rb") as f:
+            stored = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+            TypeError, ValueError):
+        return None
+    from backend_opencl.module import Module
+    from backend_opencl.plan_exec import Executable
+
+    plan, program, written, entry, arg_dtypes, result_dtypes = stored
+    module = Module(program, None, dev, written) if program is not None else None
+    return Executable(plan, module, dev, entry, arg_dtypes, result_dtypes)
+
+
+def _store_executable(path: Path, exe: Any) -> None:
+    """Write ``exe``'s plan and kernels to ``path`` (atomically; errors are ignored: the
+    cache is an optimisation)."""
+    stored = exe.module.stored() if exe.module is not None else (None, None)
+    if stored is None:
+        return
+    payload = (exe.plan, stored[0], stored[1], exe.name, exe.arg_dtypes, exe.result_dtypes)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def _part_with(parts: list[Any], entry: str) -> Any:
@@ -195,7 +293,9 @@ def run_cli(args: argparse.Namespace) -> int:
                                     entry=args.entry,
                                     check_bounds=getattr(args, "check_bounds", False))
     inputs = _load_inputs(args.inputs) if args.inputs else []
-    results = exe(*inputs)
+    for _ in range(max(getattr(args, "repeat", 1), 1)):
+        results = exe(*inputs)
+    _print_profile()
     out = {f"result{i}": r for i, r in enumerate(results)}
     if args.output:
         np.savez(args.output, **out)
@@ -203,6 +303,17 @@ def run_cli(args: argparse.Namespace) -> int:
         for name, r in out.items():
             print(f"{name} = {np.array2string(r, threshold=64)}")
     return 0
+
+
+def _print_profile() -> None:
+    """Print (to stderr) and reset the profile when this process profiles."""
+    import sys
+
+    from backend_opencl.runtime import profile
+
+    if profile.enabled():
+        print(profile.report(), file=sys.stderr)
+        profile.PROFILE.reset()
 
 
 def _load_inputs(path: str) -> list[Any]:

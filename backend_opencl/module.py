@@ -3,30 +3,38 @@
 ``mod.fused_kernel(alpha, A_list, B, C, D, num_groups=n)`` checks every argument against
 the kernel's signature first (count, dtype, shape, strides, group sizes) and raises
 :class:`~tensorlang.diagnostics.LaunchError` before anything runs.  numpy arrays bind to
-memrefs by shape and strides (no silent copies into another layout); results are copied
-back into the numpy arrays the kernel writes.  pyopencl arrays are used in place; a group
-of pyopencl arrays is bound on the device (see ``docs/abi.md``, "Groups of pyopencl
-arrays").
+memrefs by shape and strides (no silent copies into another layout).  On a CPU device
+aligned numpy arrays are used in place (``CL_MEM_USE_HOST_PTR``: the kernel writes into
+them); elsewhere, or when misaligned, they are copied and results copied back into the
+arrays the kernel writes.  pyopencl arrays are used in place; a group of pyopencl arrays
+is bound on the device (see ``docs/abi.md``, "Groups of pyopencl arrays" and "numpy
+arrays in place").  A kernel may be called from several threads at once.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
-from backend_opencl.emit import EmittedProgram, KernelInfo
-from backend_opencl.emit.guards import RECORD_LONGS
-from backend_opencl.runtime import buffers, build, device_groups, launch, memory
+from backend_opencl.runtime import buffers, build, device_groups, launch, memory, profile
 from tensorlang.diagnostics import BoundsError, LaunchError, note
-from tensorlang.ir.core import Program
+from tensorlang.ir.core import Value
 from tensorlang.ir.dtypes import NARROW_DTYPES
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
-from tensorlang.passes.effects import written_arguments
+
+if TYPE_CHECKING:  # the code generator is not imported when a module comes from a cache
+    from backend_opencl.emit import EmittedProgram, KernelInfo
+    from tensorlang.ir.core import Program
+
+RECORD_LONGS = 6
+"""Longs in a bounds-guard error record (``backend_opencl.emit.guards``; docs/abi.md)."""
 
 NUMPY_DTYPES = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -34,6 +42,51 @@ NUMPY_DTYPES = {
     "c64": np.complex128, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, **NARROW_DTYPES,
 }
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any, order: str = "F",
+                  align: int = 128) -> np.ndarray:
+    """An uninitialized numpy array whose data is ``align``-byte aligned: on CPU devices
+    such arrays bind to kernels in place (no copy; 128 bytes is PoCL's
+    ``CL_DEVICE_MEM_BASE_ADDR_ALIGN``)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    flat = memory.aligned_empty(count * dtype.itemsize, align).view(dtype)
+    return flat.reshape(shape, order=order)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    """The part of a kernel's plan that launches need."""
+
+    work_group_size: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class StoredKernel:
+    """A kernel's launch facts without the code generator's objects (picklable, and
+    loaded without importing the code generator)."""
+
+    name: str
+    c_name: str
+    plan: StoredPlan
+    abi: tuple[ArgAbi, ...]
+    guards: tuple[Any, ...] = field(default=())
+
+    @staticmethod
+    def of(info: Any) -> StoredKernel:
+        """The stored form of a ``KernelInfo`` (argument values detached from the IR)."""
+        abi = tuple(ArgAbi(Value(a.value.type, a.value.name), a.name, a.params)
+                    for a in info.abi)
+        return StoredKernel(info.name, info.c_name, StoredPlan(info.plan.work_group_size), abi)
+
+
+@dataclass(frozen=True)
+class StoredProgram:
+    """OpenCL C source and its kernels' launch facts, as a disk cache keeps them."""
+
+    source: str
+    kernels: dict[str, StoredKernel]
 
 
 @dataclass(frozen=True)
@@ -47,16 +100,31 @@ class Group:
 class Module:
     """The kernels of one compiled program, callable by name."""
 
-    def __init__(self, emitted: EmittedProgram, program: Program, device: Any) -> None:
+    def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
+                 device: Any, written: dict[str, frozenset[int]] | None = None) -> None:
         self.source = emitted.source
         self.device = device
         names = tuple(info.c_name for info in emitted.kernels.values())
         self._program = build.build_program(device, emitted.source, (), names)
+        if written is None:
+            from tensorlang.passes.effects import written_arguments
+
+            assert program is not None
+            written = {name: frozenset(written_arguments(program.function(name)))
+                       for name in emitted.kernels}
         self.kernels = {
-            name: Kernel(info, self._program, device,
-                         frozenset(written_arguments(program.function(name))))
+            name: Kernel(info, self._program, device, written[name])
             for name, info in emitted.kernels.items()
         }
+
+    def stored(self) -> tuple[StoredProgram, dict[str, frozenset[int]]] | None:
+        """What a disk cache keeps of this module (None with bounds guards, whose
+        diagnostics need the kernels' IR): source, launch facts and written arguments."""
+        if any(k.info.guards for k in self.kernels.values()):
+            return None
+        kernels = {name: StoredKernel.of(k.info) for name, k in self.kernels.items()}
+        return StoredProgram(self.source, kernels), {n: k.written
+                                                      for n, k in self.kernels.items()}
 
     @property
     def program(self) -> Any:
@@ -76,7 +144,7 @@ class Module:
 class Kernel:
     """One callable kernel: ``kernel(*args, num_groups=n)``."""
 
-    def __init__(self, info: KernelInfo, program: Any, device: Any,
+    def __init__(self, info: KernelInfo | StoredKernel, program: Any, device: Any,
                  written: frozenset[int]) -> None:
         self.info = info
         self.name = info.name
@@ -84,6 +152,8 @@ class Kernel:
         self.written = written
         self._kernel = launch.get_kernel(program, info.c_name)
         self._record: Any = None
+        self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
+        self._lock = threading.Lock()  # the kernel object's arguments are shared state
 
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
         """Check the arguments, run ``num_groups`` work-groups, copy results back."""
@@ -100,6 +170,7 @@ class Kernel:
                    enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
             return
+        start = time.perf_counter()
         ctx, queue = self.device.context, self.device.queue
         kernel_args: list[Any] = []
         backs = []
@@ -110,11 +181,15 @@ class Kernel:
                 backs.append(back)
         if self.info.guards:
             kernel_args.append(memory.device_buffer(self._bounds_record()))
-        launch.launch(queue, self._kernel, kernel_args, int(num_groups),
-                      self.info.plan.work_group_size)
+        with self._lock:
+            event = launch.launch(queue, self._kernel, kernel_args, int(num_groups),
+                                  self.info.plan.work_group_size)
         launch.finish(queue)
         for back in backs:
             back()
+        if profile.enabled():
+            profile.PROFILE.launch(self.name, event)
+            profile.PROFILE.call(time.perf_counter() - start)
         if self.info.guards:
             self._raise_violation(buffers.download(self._record, RECORD_LONGS))
 
@@ -146,10 +221,13 @@ class Kernel:
             scalar = check_scalar(value, t, where)
             return lambda ctx, queue: ([scalar], None)
         if isinstance(t, MemRefType):
-            return _memref_binder(value, t, arg, where, writes)
+            return _memref_binder(value, t, arg, where, writes, self._align)
         assert isinstance(t, GroupType)
         svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
-        return _group_binder(value, t, arg, where, writes, num_groups, svm, self.device)
+        # a table of host addresses needs kernels in the host's address space (PoCL)
+        align = self._align if self.device.is_pocl else 0
+        return _group_binder(value, t, arg, where, writes, num_groups, svm, self.device,
+                             align)
 
 
 Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
@@ -242,7 +320,8 @@ def _dynamic_values(t: MemRefType, arg: ArgAbi, shape: list[int],
     return values
 
 
-def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool) -> Binder:
+def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
+                   align: int = 0) -> Binder:
     shape, strides, span = array_layout(value, t, where)
     dims = [np.int64(v) for v in _dynamic_values(t, arg, shape, strides)]
     if memory.is_device_array(value):
@@ -254,28 +333,33 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
                           "read-only")
 
     def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
-        buf, back = memory.upload(ctx, queue, value, span, writes)
+        buf, back = memory.upload(ctx, queue, value, span, writes, align)
         return [buf] + dims, back
 
     return bind
 
 
 def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-                  num_groups: int, svm: bool, device: Any) -> Binder:
+                  num_groups: int, svm: bool, device: Any, align: int = 0) -> Binder:
     """Check a group argument (a list, tuple or :class:`Group` of numpy arrays or of
-    pyopencl arrays) and return how to bind it."""
+    pyopencl arrays) and return how to bind it (``align``: numpy members aligned to it
+    are used in place, see :func:`memory.upload_group`)."""
     members, offset = _group_members(value, t, where, num_groups)
     on_device = _members_on_device(members, where, device)
     layouts = _member_layouts(members, t, where, offset)
     per_param = list(zip(*[_dynamic_values(t.memref, arg, s, st) for s, st, _ in layouts],
                          strict=True)) if layouts and t.memref.dynamic_dims else []
-    if any(isinstance(m, np.ndarray) and not m.flags.writeable for m in members) and writes:
+    if writes and not on_device and not all(m.flags.writeable for m in members):
         raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
-    bind_members = device_groups.bind_device_group if on_device else memory.upload_group
 
     def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
         spans = [span for _, _, span in layouts]
-        args, keep, back = bind_members(ctx, queue, members, spans, writes, svm)
+        if on_device:
+            args, keep, back = device_groups.bind_device_group(ctx, queue, members, spans,
+                                                               writes, svm)
+        else:
+            args, keep, back = memory.upload_group(ctx, queue, members, spans, writes, svm,
+                                                   align)
         extra = [memory.index_array(ctx, values) for values in per_param]
         if t.offset is None:
             extra.append(np.int64(offset))
@@ -303,6 +387,8 @@ def _group_members(value: Any, t: GroupType, where: str,
 def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device: Any) -> bool:
     """True when the members are pyopencl arrays (of ``device``'s context), False when
     they are numpy arrays; LaunchError for a mix."""
+    if all(type(m) is np.ndarray for m in members):  # the common case, quickly
+        return False
     kinds = [_array_kind(m) for m in members]
     present = [kind for kind in kinds if kind is not None]
     if "pyopencl" not in present:
@@ -341,8 +427,9 @@ def _member_layouts(members: list[Any] | tuple[Any, ...], t: GroupType, where: s
     seen: dict[tuple[Any, ...], tuple[list[int], list[int], int]] = {}
     layouts = []
     for k, member in enumerate(members):
-        key = (type(member), getattr(member, "dtype", None), getattr(member, "shape", None),
-               getattr(member, "strides", None))
+        key = (member.dtype, member.shape, member.strides) if type(member) is np.ndarray \
+            else (type(member), getattr(member, "dtype", None),
+                  getattr(member, "shape", None), getattr(member, "strides", None))
         layout = seen.get(key)
         if layout is None:
             layout = seen[key] = _member_layout(member, t, where, k, offset)

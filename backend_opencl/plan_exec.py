@@ -1,8 +1,19 @@
 """Executing a host plan (:mod:`tensorlang.plan`) with a compiled kernel module.
 
 An :class:`Executable` checks its arguments (count, dtype, shape: LaunchError before
-anything runs), uploads them, runs the steps (launches, copies, host control flow that
-reads predicates back) and returns the results as numpy arrays.
+anything runs), binds them, runs the steps (launches, copies, host control flow that
+reads predicates back) and returns the results as numpy arrays after one wait for the
+queue (results are read back without blocking, one wait for all of them).
+
+Arguments: on a CPU device (``memory.host_alignment``) pooled buffers are host memory
+(``CL_MEM_USE_HOST_PTR``), so arguments are copied in and small results out by memcpy;
+a C-contiguous numpy argument of at least ``IN_PLACE_BYTES``, aligned to the device's
+base address alignment and never written by the plan, is bound in place (no copy), and
+results of that size are fresh host arrays the kernels write into.  Elsewhere numpy
+arguments are copied to pooled device buffers without waiting and results read back
+without blocking.  ``pyopencl.array.Array`` arguments (contiguous, of the device's
+context) stay on the device: used in place when the plan does not write them, else
+copied device-to-device.  Several threads may call one executable at once.
 
 The plan is resolved once per executable into a tree of step functions: a launch whose
 arguments are all plain buffers (the lowering's flat memrefs; no bounds guards) binds its
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,13 +37,18 @@ import numpy as np
 
 from backend_opencl import plan_loops
 from backend_opencl.module import NUMPY_DTYPES
-from backend_opencl.runtime import buffers, launch
+from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import MemRefType
-from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step, While
+from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step, While, step_buffers
 
 POISON = os.environ.get("TLC_POISON") == "1"
 """Fill every new buffer with 0xFF bytes (tests; ``TLC_POISON=1``)."""
+
+IN_PLACE_BYTES = 1 << 16
+"""Smallest argument or result bound in place: on PoCL a ``USE_HOST_PTR`` buffer costs
+about what a small copy does (an implicit migration command); above this size the copy's
+memcpy dominates (measured on the mlp and batched-GEMM examples)."""
 
 Pool = dict[tuple[str, int], list[Any]]
 StepFn = Callable[["_Run"], None]
@@ -53,26 +70,110 @@ class Executable:
         self._steps: tuple[StepFn, ...] | None = None
         self._pool: Pool = {}
         self._lock = threading.Lock()
+        self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
+        self._written: frozenset[int] | None = None
+        self._in_place_results = self._results_in_place()
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
-        hosts = self.check(arrays)
+        start = time.perf_counter()
+        args = self.check(arrays)
         if self._steps is None:
+            self._written = _written(self.plan.steps, self.module)
             self._steps = _Resolver(self).steps(self.plan.steps)
         run = _Run(self, self._take_pool())
         try:
-            for bid, host in zip(self.plan.params, hosts, strict=True):
-                host = host.astype(self._storage[bid], copy=False)
-                run.keep.append(host)  # alive until the upload has run
-                buffers.write(run.get(bid), host)
+            for bid, arg in zip(self.plan.params, args, strict=True):
+                self._bind(run, bid, arg)
+            hosts = [self._result_host(run, bid) if direct else None
+                     for bid, direct in zip(self.plan.results, self._in_place_results,
+                                            strict=True)]
             run.steps(self._steps)
-            out = []
-            for bid, dtype in zip(self.plan.results, self.result_dtypes, strict=True):
-                b = self.plan.buffer(bid)
-                host = buffers.download(run.get(bid), b.size).reshape(b.shape)
-                out.append(host.astype(dtype, copy=False))
+            out = self._collect(run, hosts)
         finally:
             self._give_back(run)
-        return tuple(out)
+        if profile.enabled():
+            profile.PROFILE.call(time.perf_counter() - start)
+        return out
+
+    def _results_in_place(self) -> tuple[bool, ...]:
+        """Which results the kernels write straight into host arrays (CPU devices): each
+        one that is neither a parameter, nor a constant, nor a repeated result."""
+        plan = self.plan
+        return tuple(bool(self._align) and bid not in plan.params
+                     and plan.buffer(bid).init is None and plan.results.count(bid) == 1
+                     and plan.buffer(bid).size * self._storage[bid].itemsize
+                     >= IN_PLACE_BYTES for bid in plan.results)
+
+    def _bind(self, run: _Run, bid: int, arg: Any) -> None:
+        """Make ``arg`` (checked) the contents of parameter buffer ``bid``."""
+        written = bid in (self._written or ())
+        if memory.is_device_array(arg):
+            if not written and arg.offset == 0 and arg.size:
+                run.borrow(bid, arg if arg.ndim == 1 else arg.reshape(-1))
+            else:
+                buffers.copy(self.device, run.get(bid), arg)
+            return
+        host = arg.astype(self._storage[bid], copy=False)
+        if self._align and not written and host.nbytes >= IN_PLACE_BYTES \
+                and host.flags.c_contiguous and host.ctypes.data % self._align == 0:
+            run.borrow(bid, buffers.HostArray(self.device, host.reshape(-1), writes=False))
+            return
+        target = run.get(bid)
+        if isinstance(target, buffers.HostArray):  # host memory: a memcpy, no command
+            target.host[:host.size] = host.reshape(-1)
+            if profile.enabled():
+                profile.PROFILE.moved(to_device=host.nbytes)
+            return
+        run.keep.append(host)  # alive until the upload has run
+        buffers.write(target, host)
+
+    def new_buffer(self, bid: int) -> Any:
+        """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
+        ``USE_HOST_PTR`` buffer is made once), else a device array; poisoned under
+        ``POISON``."""
+        b, dtype = self.plan.buffer(bid), self._storage[bid]
+        if not self._align:
+            return buffers.alloc(self.device, dtype, b.size, POISON)
+        host = memory.aligned_empty(max(b.size, 1) * dtype.itemsize, self._align)
+        if POISON:
+            host[...] = 0xFF
+        return buffers.HostArray(self.device, host.view(dtype), writes=True)
+
+    def _result_host(self, run: _Run, bid: int) -> np.ndarray:
+        """A fresh aligned host array that is result buffer ``bid`` (bound in place)."""
+        b = self.plan.buffer(bid)
+        dtype = self._storage[bid]
+        host = memory.aligned_empty(max(b.size, 1) * dtype.itemsize, self._align).view(dtype)
+        if POISON:
+            host.view(np.uint8)[...] = 0xFF
+        run.borrow(bid, buffers.HostArray(self.device, host, writes=True))
+        return host
+
+    def _collect(self, run: _Run, hosts: list[np.ndarray | None]) -> tuple[np.ndarray, ...]:
+        """The results, after one wait: results in host memory are already there, the
+        others are read back without blocking first."""
+        queue = self.device.queue
+        out, last = [], None
+        later = []  # results in pooled host memory: copied out after the wait
+        for i, (bid, host) in enumerate(zip(self.plan.results, hosts, strict=True)):
+            b, arr = self.plan.buffer(bid), run.get(bid)
+            if host is None and isinstance(arr, buffers.HostArray):
+                later.append((i, arr.host))
+                host = arr.host
+            elif host is None:
+                host = np.empty(b.size, self._storage[bid])
+                last = buffers.read_async(queue, arr, host) or last
+            out.append(host)
+        launch.finish(queue, last)
+        run.keep.clear()
+        for i, host in later:
+            out[i] = host[:self.plan.buffer(self.plan.results[i]).size].copy()
+            if profile.enabled():
+                profile.PROFILE.moved(to_host=out[i].nbytes)
+        return tuple(host[:self.plan.buffer(bid).size].reshape(self.plan.buffer(bid).shape)
+                     .astype(dtype, copy=False)
+                     for host, bid, dtype in zip(out, self.plan.results, self.result_dtypes,
+                                                 strict=True))
 
     def _take_pool(self) -> Pool:
         with self._lock:  # a concurrent call starts with an empty pool of its own
@@ -82,13 +183,14 @@ class Executable:
     def _give_back(self, run: _Run) -> None:
         if POISON:
             return
-        run.free(tuple(run.live))
+        run.free(tuple(run.live))  # borrowed arrays are dropped, not pooled
         with self._lock:
             for key, arrays in run.pool.items():
                 self._pool.setdefault(key, []).extend(arrays)
 
-    def check(self, arrays: tuple[Any, ...]) -> list[np.ndarray]:
-        """The arguments as numpy arrays, or LaunchError naming the first mistake."""
+    def check(self, arrays: tuple[Any, ...]) -> list[Any]:
+        """The arguments as numpy arrays (pyopencl arrays as they are), or LaunchError
+        naming the first mistake."""
         params = self.plan.params
         if len(arrays) != len(params):
             raise LaunchError(f"@{self.name}: expected {len(params)} arguments, "
@@ -96,7 +198,10 @@ class Executable:
         hosts = []
         for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
             shape = self.plan.buffer(bid).shape
-            arr = np.asarray(a) if not isinstance(a, np.ndarray) else a
+            if memory.is_device_array(a):
+                self._check_device_array(i, a)
+            arr = a if isinstance(a, np.ndarray) or memory.is_device_array(a) \
+                else np.asarray(a)
             if arr.dtype != dtype:
                 raise LaunchError(f"@{self.name}: argument {i} must have dtype {dtype.name}, "
                                   f"got {arr.dtype.name}")
@@ -105,6 +210,17 @@ class Executable:
                                   f"got {arr.shape}")
             hosts.append(arr)
         return hosts
+
+    def _check_device_array(self, i: int, arr: Any) -> None:
+        """LaunchError unless pyopencl array ``arr`` can stand for argument ``i``."""
+        if arr.context != self.device.context:
+            raise LaunchError(f"@{self.name}: argument {i} is a pyopencl array of another "
+                              "OpenCL context than the executable's (use the device's)")
+        if not arr.flags.c_contiguous:
+            raise LaunchError(f"@{self.name}: argument {i} must be a C-contiguous pyopencl "
+                              "array")
+        if arr.queue is not None and arr.queue != self.device.queue:
+            arr.queue.finish()  # its pending writes precede this call's reads
 
     def constant(self, bid: int) -> Any:
         """The device array of constant buffer ``bid`` (uploaded once)."""
@@ -149,10 +265,10 @@ class _Resolver:
         kernel = self.exe.module.kernels[step.kernel]
         args, groups = step.args, step.num_groups
         if not self._direct(kernel.info, args):
-            return lambda run: kernel(*[run.get(b) for b in args], num_groups=groups)
+            return lambda run: kernel(*[run.checked(b) for b in args], num_groups=groups)
         run_kernel = launch.prepared(self.exe.device.queue, self.exe.module.program,
                                      kernel.info.c_name, groups,
-                                     kernel.info.plan.work_group_size)
+                                     kernel.info.plan.work_group_size, kernel.name)
         return lambda run: run_kernel([run.get(b) for b in args])
 
     def _direct(self, info: Any, args: tuple[int, ...]) -> bool:
@@ -197,6 +313,18 @@ class _Run:
         self.live: dict[int, Any] = {}
         self.pool = pool
         self.keep: list[np.ndarray] = []  # host arrays of uploads not yet waited for
+        self.borrowed: set[int] = set()  # buffers bound to the caller's or result memory
+
+    def borrow(self, bid: int, arr: Any) -> None:
+        """Make ``arr`` (a pyopencl or host array that is not the pool's) buffer ``bid``."""
+        self.live[bid] = arr
+        self.borrowed.add(bid)
+
+    def checked(self, bid: int) -> Any:
+        """Buffer ``bid`` as the module's checked kernel call takes it (host memory as
+        its numpy array: the call binds it in place)."""
+        arr = self.get(bid)
+        return arr.host if isinstance(arr, buffers.HostArray) else arr
 
     def get(self, bid: int) -> Any:
         """The device array of buffer ``bid``, allocated (or reused) on first use."""
@@ -206,8 +334,7 @@ class _Run:
             if b.init is not None:
                 return self.exe.constant(bid)
             free = self.pool.get((b.dtype, b.size))
-            arr = free.pop() if free else buffers.alloc(
-                self.exe.device, self.exe._storage[bid], b.size, POISON)
+            arr = free.pop() if free else self.exe.new_buffer(bid)
             self.live[bid] = arr
         return arr
 
@@ -224,6 +351,28 @@ class _Run:
         """Return buffers to the pool."""
         for bid in bids:
             arr = self.live.pop(bid, None)
-            if arr is not None:
+            if arr is not None and bid not in self.borrowed:
                 b = self.exe.plan.buffers[bid]
                 self.pool.setdefault((b.dtype, b.size), []).append(arr)
+
+
+def _written(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
+    """The buffers some step writes (a kernel's written arguments, a copy's target; every
+    buffer of a step kind not known here)."""
+    out: set[int] = set()
+    for step in steps:
+        if isinstance(step, Launch):
+            written = module.kernels[step.kernel].written
+            out |= {b for i, b in enumerate(step.args) if i in written}
+        elif isinstance(step, Copy):
+            out.add(step.dst)
+        elif isinstance(step, While):
+            out |= _written(step.cond, module) | _written(step.body, module)
+        elif isinstance(step, If):
+            out |= _written(step.then, module) | _written(step.otherwise, module)
+        elif isinstance(step, Case):
+            for branch in step.branches:
+                out |= _written(branch, module)
+        elif not isinstance(step, Free):
+            out |= step_buffers(step)
+    return frozenset(out)

@@ -13,7 +13,11 @@ transposed operands too (``gemm.t.n``: A is stored K x M; the hand kernel has no
 transposed variant, so ``xhand`` is ``-`` there).
 Every time is the median of repeated runs after a warm-up, all measured in the same run;
 the data is on the device before timing (buffers created once), so transfers are not
-timed.  Results are checked against numpy once per row.
+timed.  ``np-io`` times the whole call with numpy arrays instead (``mod.strided(A, B, C,
+num_groups=n)``, as a user writes it: binding, launch, results in ``C``); the arrays are
+128-byte aligned (:func:`backend_opencl.module.aligned_empty`), so on a CPU device they
+bind in place, and ``xnp-io`` is numpy.matmul's time over that.  Results are checked
+against numpy once per row.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import machine  # noqa: E402
 from hand_gemm import hand_source  # noqa: E402
 
 import backend_opencl  # noqa: E402
+from backend_opencl.module import aligned_empty  # noqa: E402
 from backend_opencl.runtime import get_device  # noqa: E402
 from backend_opencl.runtime.build import build_program  # noqa: E402
 from backend_opencl.runtime.launch import launch  # noqa: E402
@@ -93,6 +98,7 @@ class Row:
     jax_s: float | None
     error: float
     trans: str = "n.n"
+    numpy_io_s: float = 0.0  #: the whole call with numpy arrays
 
     @property
     def flops(self) -> float:
@@ -117,13 +123,13 @@ class Bench:
         dt = TYPES[t]
         ta, tb = (x == "t" for x in trans.split("."))
         # stored operands (column-major per matrix); self.A / self.B are op(A), op(B) views
-        self.A_stored = np.asfortranarray(rng.standard_normal((k, m, batch) if ta else
-                                                              (m, k, batch)).astype(dt))
-        self.B_stored = np.asfortranarray(rng.standard_normal((n, k, batch) if tb else
-                                                              (k, n, batch)).astype(dt))
+        self.A_stored = _aligned(rng.standard_normal((k, m, batch) if ta else
+                                                     (m, k, batch)).astype(dt))
+        self.B_stored = _aligned(rng.standard_normal((n, k, batch) if tb else
+                                                     (k, n, batch)).astype(dt))
         self.A = self.A_stored.transpose(1, 0, 2) if ta else self.A_stored
         self.B = self.B_stored.transpose(1, 0, 2) if tb else self.B_stored
-        self.C = np.asfortranarray(rng.standard_normal((m, n, batch)).astype(dt))
+        self.C = _aligned(rng.standard_normal((m, n, batch)).astype(dt))
         dims = {"t": t, "m": m, "n": n, "trans": trans,
                 "a": f"{k}x{m}" if ta else f"{m}x{k}", "b": f"{n}x{k}" if tb else f"{k}x{n}"}
         text = STRIDED.format(**dims) + GROUP.format(**dims)
@@ -149,7 +155,8 @@ class Bench:
         """(seconds, relative error) of the tensor-language kernel."""
         kern = getattr(self.module, layout)
         queue = self.device.queue  # type: ignore[attr-defined]
-        stored = (self.A_stored, self.B_stored, self.C)
+        c = _aligned(self.C)  # the group's C members are written in place or copied back
+        stored = (self.A_stored, self.B_stored, c)
         if layout == "strided":
             values: list = [cl_array.to_device(queue, x) for x in stored]
         else:
@@ -161,18 +168,27 @@ class Bench:
         wg = kern.info.plan.work_group_size
         launch(queue, kern._kernel, args, self.batch, wg)  # one run, checked
         queue.finish()
-        got = values[2].get() if layout == "strided" else self._group_result(bound)
+        if layout == "group":
+            bound[2][1]()  # the writeback (nothing to copy when bound in place)
+        got = values[2].get() if layout == "strided" else c.copy(order="F")
         want = np.einsum("ikb,kjb->ijb", self.A.astype(np.float64), self.B) + self.C
         error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
         return self._time_kernel(kern._kernel, args, self.batch, wg), error
 
-    def _group_result(self, bound: list) -> np.ndarray:
-        """The group's C members after a run (self.C itself is left unchanged)."""
-        snapshot = self.C.copy(order="F")
-        bound[2][1]()  # the writeback copies the members into self.C
-        out = self.C.copy(order="F")
-        self.C[...] = snapshot
-        return out
+    def ours_numpy(self, layout: str) -> float:
+        """Seconds of a whole call with numpy arrays (checked once against numpy)."""
+        kern = getattr(self.module, layout)
+        c = _aligned(self.C)
+        if layout == "strided":
+            args: tuple = (self.A_stored, self.B_stored, c)
+        else:
+            args = tuple([x[:, :, g] for g in range(self.batch)]
+                         for x in (self.A_stored, self.B_stored, c))
+        want = np.einsum("ikb,kjb->ijb", self.A.astype(np.float64), self.B) + c
+        kern(*args, num_groups=self.batch)
+        scale = np.max(np.abs(want))
+        assert np.max(np.abs(c - want)) / scale < 1e-4, "numpy path gives wrong results"
+        return machine.median_time(lambda: kern(*args, num_groups=self.batch), self.repeat)
 
     def numpy(self) -> float:
         """numpy.matmul on the stacked (batch-first) arrays, plus the addition."""
@@ -238,14 +254,23 @@ def _row(row: Row, peak: dict[str, float], copy: float) -> str:
     def ratio(other: float | None) -> str:
         return f"{other / row.seconds:7.2f}" if other else "      -"
 
+    io = f"{row.flops / row.numpy_io_s / 1e9:7.1f} {row.numpy_s / row.numpy_io_s:7.2f}" \
+        if row.numpy_io_s else "      -       -"
     return (f"{m:>3}x{k:<2}x{n:<3} {row.t} {row.trans} {row.batch:>7} {row.layout:<7} "
             f"{gf:8.1f} {100 * gf / peak[row.t]:5.0f}% {gb:7.1f} {100 * gb / copy:5.0f}% "
             f"{ratio(row.numpy_s)} {ratio(row.hand_s)} {ratio(row.naive_s)} "
-            f"{ratio(row.jax_s)} {row.error:8.1e}")
+            f"{ratio(row.jax_s)} {row.error:8.1e} {io}")
 
 
 HEADER = ("shape(MxKxN) type trans   batch layout  GFLOP/s  %peak    GB/s  %copy  xnumpy   "
-          "xhand  xnaive    xjax   relerr")
+          "xhand  xnaive    xjax   relerr   np-io xnp-io")
+
+
+def _aligned(x: np.ndarray) -> np.ndarray:
+    """A 128-byte aligned column-major copy of ``x`` (binds in place on CPU devices)."""
+    out = aligned_empty(x.shape, x.dtype, order="F")
+    out[...] = x
+    return out
 
 
 def _limits(device: object) -> tuple[dict[str, float], float]:
@@ -268,7 +293,7 @@ def _measure(device: object, shape: tuple[int, int, int], t: str, batch: int, tr
     for layout in ("strided", "group"):
         seconds, error = bench.ours(layout)
         rows.append(Row(shape, t, batch, layout, seconds, numpy_s, naive_s, hand_s, jax_s,
-                        error, trans))
+                        error, trans, bench.ours_numpy(layout)))
         print(f"  measured {m}x{k}x{n} {t} {trans} {batch} {layout}", file=sys.stderr,
               flush=True)
     return rows

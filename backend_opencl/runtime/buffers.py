@@ -1,6 +1,7 @@
 """Device arrays for the host-plan executor: allocation, upload, download and copies.
 
 Booleans live in byte arrays viewed as ``bool`` (pyopencl cannot create bool arrays).
+On CPU devices numpy memory itself can be a device array (:class:`HostArray`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,34 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+
+from backend_opencl.runtime.profile import PROFILE, enabled
+
+
+class HostArray:
+    """A flat array in host memory bound to the device in place (``CL_MEM_USE_HOST_PTR``
+    on a CPU device): it stands where the executor keeps pyopencl arrays (``base_data``,
+    ``offset``, ``nbytes``, ``dtype``) and ``host`` is the memory itself."""
+
+    __slots__ = ("base_data", "host", "queue")
+    offset = 0
+
+    def __init__(self, device: Any, host: np.ndarray, writes: bool) -> None:
+        self.host = host
+        self.queue = device.queue
+        access = cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY
+        self.base_data = cl.Buffer(device.context, access | cl.mem_flags.USE_HOST_PTR,
+                                   hostbuf=host)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The elements' dtype."""
+        return self.host.dtype
+
+    @property
+    def nbytes(self) -> int:
+        """The size in bytes."""
+        return self.host.nbytes
 
 
 def alloc(device: Any, dtype: np.dtype, n: int, poison: bool = False) -> Any:
@@ -28,6 +57,8 @@ def upload(device: Any, host: np.ndarray) -> Any:
     arr = alloc(device, flat.dtype, flat.size)
     if flat.size:
         arr.set(flat)
+        if enabled():
+            PROFILE.moved(to_device=flat.nbytes)
     return arr
 
 
@@ -37,14 +68,35 @@ def write(arr: Any, host: np.ndarray) -> None:
     flat = np.ascontiguousarray(host).reshape(-1)
     if flat.size:
         arr.set(flat, async_=True)
+        if enabled():
+            PROFILE.moved(to_device=flat.nbytes)
 
 
 def download(arr: Any, n: int) -> np.ndarray:
-    """The first ``n`` elements of a flat device array."""
+    """The first ``n`` elements of a flat device array (waits for the queue)."""
+    if isinstance(arr, HostArray):
+        arr.queue.finish()
+        return arr.host[:n].copy()
+    if enabled():
+        PROFILE.moved(to_host=arr.nbytes)
     return arr.get()[:n].copy()
+
+
+def read_async(queue: Any, arr: Any, host: np.ndarray) -> Any:
+    """Enqueue a copy of device array ``arr``'s first ``host.size`` elements into
+    ``host`` without waiting (``host`` must stay alive until the queue has run it);
+    return its event (None when there is nothing to copy)."""
+    if not host.nbytes:
+        return None
+    if enabled():
+        PROFILE.moved(to_host=host.nbytes)
+    return cl.enqueue_copy(queue, host, arr.base_data, src_offset=arr.offset,
+                           is_blocking=False)
 
 
 def copy(device: Any, dst: Any, src: Any) -> None:
     """Copy ``src``'s elements into ``dst`` on the device."""
-    cl.enqueue_copy(device.queue, dst.base_data, src.base_data,
-                    byte_count=min(dst.nbytes, src.nbytes))
+    nbytes = min(dst.nbytes, src.nbytes)
+    if nbytes:
+        cl.enqueue_copy(device.queue, dst.base_data, src.base_data, src_offset=src.offset,
+                        dst_offset=dst.offset, byte_count=nbytes)

@@ -253,7 +253,10 @@ def _queue_of(device: Device) -> Any:
         if queue is None:
             import pyopencl as cl
 
-            queue = cl.CommandQueue(_context_of(device), _cl_device(device))
+            from backend_opencl.runtime.profile import queue_properties
+
+            queue = cl.CommandQueue(_context_of(device), _cl_device(device),
+                                    properties=queue_properties(cl))
             _STATE.queues[device.key] = queue
         return queue
 

@@ -4,10 +4,19 @@ A numpy array travels as the bytes from its first to its last element (so subvie
 larger arrays keep their strides) and is copied back after the launch when the kernel
 writes it.  A group's members are packed into one SVM allocation whose member addresses
 form the group's pointer table.
+
+On a CPU device whose buffers can live in host memory (:func:`host_alignment` non-zero),
+an array aligned to the device's ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` is not copied: a
+``CL_MEM_USE_HOST_PTR`` buffer over its span is the kernel's argument, and the kernel's
+writes land in the array itself.  Misaligned arrays are copied into an aligned host array
+(a memcpy, not an OpenCL transfer).  Creating such a buffer costs about a microsecond,
+so nothing is cached between launches.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,8 +24,132 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from backend_opencl.runtime.profile import PROFILE, enabled
+
 Writeback = Callable[[], None]
 MEMBER_ALIGN = 128
+ZERO_COPY_ENV = "TLC_ZERO_COPY"
+"""Set to 0 to copy numpy arrays even where they could be used in place."""
+
+_ALIGNMENTS: dict[str, int] = {}
+_PROBE = """
+kernel void tlc_probe(global float* a) { a[0] = a[1] + 1.0f; }
+"""
+
+
+def host_alignment(device: Any) -> int:
+    """The byte alignment at which numpy memory binds in place on ``device``, or 0 when
+    arrays are copied (not a CPU, ``TLC_ZERO_COPY=0``, or host memory proved not shared).
+
+    PoCL's CPU devices run kernels on the host's memory; other CPU drivers are probed
+    once: a kernel writes through a ``USE_HOST_PTR`` buffer and reads a host write back
+    without mapping."""
+    if os.environ.get(ZERO_COPY_ENV) == "0" or device.kind != "cpu":
+        return 0
+    align = _ALIGNMENTS.get(device.key)
+    if align is None:
+        bits = int(getattr(device.cl_device, "mem_base_addr_align", 1024))
+        align = max(bits // 8, 16)
+        if not device.is_pocl and not _probe(device, align):
+            align = 0
+        _ALIGNMENTS[device.key] = align
+    return align
+
+
+def _probe(device: Any, align: int) -> bool:
+    """Whether host memory and a USE_HOST_PTR buffer over it are the same memory."""
+    try:
+        kernel = cl.Kernel(cl.Program(device.context, _PROBE).build(), "tlc_probe")
+        host = aligned_empty(4 * 4, align).view(np.float32)
+        host[:] = (0.0, 41.0, 0.0, 0.0)
+        buf = host_buffer(device.context, host, writes=True)
+        kernel.set_arg(0, buf)
+        first = []
+        for value in (41.0, 99.0):
+            host[1] = value
+            cl.enqueue_nd_range_kernel(device.queue, kernel, (1,), None)
+            device.queue.finish()
+            first.append(float(host[0]))
+        return first == [42.0, 100.0]
+    except cl.Error:
+        return False
+
+
+def aligned_empty(nbytes: int, align: int) -> np.ndarray:
+    """An uninitialized byte array of ``nbytes`` whose data is ``align``-byte aligned."""
+    raw = np.empty(nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + nbytes]
+
+
+def aligned_like(flat: np.ndarray, align: int, copy: bool = True) -> np.ndarray:
+    """``flat`` itself when aligned, else an aligned 1-D array (holding a copy of
+    ``flat``'s elements when ``copy``)."""
+    if flat.ctypes.data % align == 0:
+        return flat
+    out = aligned_empty(flat.nbytes, align).view(flat.dtype)
+    if copy:
+        out[...] = flat
+    return out
+
+
+def host_buffer(ctx: Any, host: np.ndarray, writes: bool) -> Any:
+    """A ``CL_MEM_USE_HOST_PTR`` buffer over contiguous ``host`` (which must outlive it)."""
+    access = cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY
+    return cl.Buffer(ctx, access | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
+
+
+class _Staging:
+    """Aligned host arrays for misaligned numpy arguments, reused between launches (a
+    fresh large array costs a page fault per page); at most ``limit`` bytes are kept."""
+
+    def __init__(self, limit: int = 256 << 20) -> None:
+        self.free: dict[tuple[int, int], list[np.ndarray]] = {}
+        self.kept = 0
+        self.limit = limit
+        self.lock = threading.Lock()
+
+    def take(self, nbytes: int, align: int) -> np.ndarray:
+        """An aligned byte array of ``nbytes``."""
+        with self.lock:
+            arrays = self.free.get((nbytes, align))
+            if arrays:
+                self.kept -= nbytes
+                return arrays.pop()
+        return aligned_empty(nbytes, align)
+
+    def give(self, arr: np.ndarray, align: int) -> None:
+        """Return an array from :meth:`take` (dropped when the cache is full)."""
+        with self.lock:
+            if self.kept + arr.nbytes <= self.limit:
+                self.free.setdefault((arr.nbytes, align), []).append(arr)
+                self.kept += arr.nbytes
+
+
+_STAGING = _Staging()
+
+
+def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,
+                  align: int) -> tuple[Any, Writeback | None]:
+    """A buffer over ``arr``'s span in host memory (zero-copy devices): the span itself
+    when aligned, else an aligned staging copy; the writeback (run after the launch)
+    copies a written staging copy back and releases it."""
+    if elements == 0:
+        return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16), None
+    span = host_span(arr, elements)
+    if span.ctypes.data % align == 0:
+        return host_buffer(ctx, span, writes), None
+    raw = _STAGING.take(span.nbytes, align)
+    staged = raw.view(span.dtype)
+    staged[...] = span
+    buf = host_buffer(ctx, staged, writes)
+
+    def back() -> None:
+        if writes:
+            span[...] = staged
+        _STAGING.give(raw, align)
+
+    return buf, back
 
 
 def is_device_array(obj: object) -> bool:
@@ -40,13 +173,18 @@ def host_span(arr: np.ndarray, elements: int) -> np.ndarray:
 
 
 def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,
-           writes: bool) -> tuple[Any, Writeback | None]:
-    """A buffer holding ``arr``'s span, and how to copy it back (None if not written)."""
+           writes: bool, align: int = 0) -> tuple[Any, Writeback | None]:
+    """A buffer holding ``arr``'s span, and how to copy it back (None if not written);
+    with ``align`` (:func:`host_alignment`) the array's memory is bound in place."""
+    if align:
+        return bind_in_place(ctx, arr, elements, writes, align)
     if elements == 0:
         return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16), None
     span = host_span(arr, elements)
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
     buf = cl.Buffer(ctx, flags, hostbuf=np.ascontiguousarray(span))
+    if enabled():
+        PROFILE.moved(to_device=span.nbytes)
     if not writes:
         return buf, None
 
@@ -54,6 +192,8 @@ def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,
         out = np.empty_like(span)
         cl.enqueue_copy(queue, out, buf)
         span[...] = out
+        if enabled():
+            PROFILE.moved(to_host=span.nbytes)
 
     return buf, back
 
@@ -84,14 +224,24 @@ def packed_offsets(nbytes: Sequence[int]) -> tuple[list[int], int]:
 
 
 def upload_group(ctx: Any, queue: Any, members: Sequence[np.ndarray],
-                 spans: Sequence[int], writes: bool,
-                 svm: bool) -> tuple[list[Any], list[Any], Writeback | None]:
+                 spans: Sequence[int], writes: bool, svm: bool,
+                 align: int = 0) -> tuple[list[Any], list[Any], Writeback | None]:
     """(kernel arguments, objects to keep alive, writeback) for a group's members.
 
-    The members are packed (128-byte aligned) into one allocation: shared virtual memory
-    whose member addresses form the table, or, without SVM, a plain buffer passed after
-    a table of element offsets.
+    With SVM on a device that runs kernels in the host's memory (``align`` non-zero),
+    the table holds the members' own addresses (no copy; a raw pointer needs only its
+    element's alignment, not a buffer's base alignment).
+    Otherwise the members are packed (128-byte aligned) into one allocation: shared
+    virtual memory whose member addresses form the table, or, without SVM, a plain
+    buffer passed after a table of element offsets.
     """
+    addresses = [m.__array_interface__["data"][0] for m in members] if svm and align else []
+    itemsize = members[0].itemsize if len(members) else 1
+    if addresses and all(a % itemsize == 0 for a in addresses):
+        table = np.array(addresses, dtype=np.uint64)
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        args = [cl.Buffer(ctx, flags, hostbuf=table)]
+        return args, args + list(members), None
     pieces = [host_span(m, n).view(np.uint8) for m, n in zip(members, spans, strict=True)]
     offsets, total = packed_offsets([piece.nbytes for piece in pieces])
     if all(p.nbytes % MEMBER_ALIGN == 0 and p.nbytes for p in pieces):
@@ -110,7 +260,6 @@ def upload_group(ctx: Any, queue: Any, members: Sequence[np.ndarray],
     else:
         store = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                           hostbuf=staging)
-        itemsize = members[0].itemsize if len(members) else 1
         table = np.array([o // itemsize for o in offsets] or [0], dtype=np.uint64)
         args = [cl.Buffer(ctx, flags, hostbuf=table), store]
     keep = args + [store]

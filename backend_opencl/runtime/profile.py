@@ -1,0 +1,131 @@
+"""Where the time of a program goes: ``TLC_PROFILE=1`` or ``tlc run --profile``.
+
+When profiling is on (decided before the device's queue is created: the queue then has
+``CL_QUEUE_PROFILING_ENABLE``, which it otherwise lacks), every launch records its
+OpenCL event under the kernel's name, transfers between host and device count their
+bytes, and every call of an executable (or of a kernel of the launch API) its wall time.
+:func:`report` prints per-kernel device time and launch counts, the bytes moved, and the
+host overhead: wall time minus the kernels' device time.  With ``TLC_PROFILE=1`` the
+report goes to stderr when the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+ENV = "TLC_PROFILE"
+
+
+def enabled() -> bool:
+    """Whether this process profiles (``TLC_PROFILE=1``)."""
+    return os.environ.get(ENV) == "1"
+
+
+@dataclass
+class KernelTime:
+    """One kernel's launches and their summed device time."""
+
+    launches: int = 0
+    device_ns: int = 0
+
+
+@dataclass
+class Profile:
+    """Counters of one process (thread-safe)."""
+
+    kernels: dict[str, KernelTime] = field(default_factory=dict)
+    to_device: int = 0  #: bytes copied host -> device
+    to_host: int = 0  #: bytes copied device -> host
+    calls: int = 0
+    wall_s: float = 0.0
+    pending: list[tuple[str, Any]] = field(default_factory=list)
+    lock: Any = field(default_factory=threading.Lock)
+
+    def launch(self, name: str, event: Any) -> None:
+        """Record a launch of kernel ``name`` and its event."""
+        with self.lock:
+            self.pending.append((name, event))
+
+    def moved(self, to_device: int = 0, to_host: int = 0) -> None:
+        """Count bytes copied between host and device."""
+        with self.lock:
+            self.to_device += to_device
+            self.to_host += to_host
+
+    def call(self, wall_s: float) -> None:
+        """Record one finished call (all its launches have completed)."""
+        with self.lock:
+            self.calls += 1
+            self.wall_s += wall_s
+            pending, self.pending = self.pending, []
+        for name, event in pending:
+            self._settle(name, event)
+
+    def _settle(self, name: str, event: Any) -> None:
+        try:
+            ns = int(event.profile.end) - int(event.profile.start)
+        except Exception:  # noqa: BLE001 (a queue without profiling, or an unfinished event)
+            ns = 0
+        with self.lock:
+            stat = self.kernels.setdefault(name, KernelTime())
+            stat.launches += 1
+            stat.device_ns += ns
+
+    def report(self) -> str:
+        """The table: kernels by device time, then launches, bytes and host overhead."""
+        with self.lock:
+            pending, self.pending = self.pending, []
+        for name, event in pending:
+            self._settle(name, event)
+        device_s = sum(k.device_ns for k in self.kernels.values()) / 1e9
+        lines = [f"tlc profile: {self.calls} call(s), wall {self.wall_s * 1e3:.3f} ms",
+                 f"{'kernel':<40} {'launches':>9} {'device ms':>10} {'us/launch':>10}"]
+        for name, k in sorted(self.kernels.items(), key=lambda kv: -kv[1].device_ns):
+            per = k.device_ns / k.launches / 1e3 if k.launches else 0.0
+            lines.append(f"{name:<40} {k.launches:>9} {k.device_ns / 1e6:>10.3f} {per:>10.1f}")
+        launches = sum(k.launches for k in self.kernels.values())
+        lines += [f"launches: {launches}; kernel device time {device_s * 1e3:.3f} ms",
+                  f"bytes moved: host->device {self.to_device}, device->host {self.to_host}",
+                  f"host overhead (wall - kernel device time): "
+                  f"{(self.wall_s - device_s) * 1e3:.3f} ms"
+                  + (f" ({(self.wall_s - device_s) / self.calls * 1e6:.1f} us per call)"
+                     if self.calls else "")]
+        return "\n".join(lines)
+
+    def reset(self) -> None:
+        """Forget everything recorded."""
+        with self.lock:
+            self.kernels.clear()
+            self.pending.clear()
+            self.to_device = self.to_host = self.calls = 0
+            self.wall_s = 0.0
+
+
+PROFILE = Profile()
+_REGISTERED: list[bool] = []
+
+
+def queue_properties(cl: Any) -> int:
+    """The properties of a new command queue: profiling when this process profiles (and
+    then the report is printed at exit)."""
+    if not enabled():
+        return 0
+    if not _REGISTERED:
+        _REGISTERED.append(True)
+        atexit.register(_print_at_exit)
+    return int(cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def _print_at_exit() -> None:
+    if PROFILE.calls or PROFILE.kernels or PROFILE.pending:
+        print(PROFILE.report(), file=sys.stderr)
+
+
+def report() -> str:
+    """The process's profile so far (see :class:`Profile`)."""
+    return PROFILE.report()
