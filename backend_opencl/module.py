@@ -184,7 +184,7 @@ class Kernel:
         with self._lock:
             event = launch.launch(queue, self._kernel, kernel_args, int(num_groups),
                                   self.info.plan.work_group_size)
-        launch.finish(queue)
+        launch.finish(queue, event)  # the queue is in order: everything before is done
         for back in backs:
             back()
         if profile.enabled():
