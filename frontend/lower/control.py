@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
-from frontend.lower import dynamic, loops, types
+from frontend.lower import device_loop, dynamic, loops, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
@@ -66,10 +66,19 @@ def while_(lw: FuncLowering, op: Op) -> None:
 
     A counted loop (:mod:`frontend.lower.loops`) carries its trip count: the executor then
     runs the body that many times without the cond kernels or read-backs."""
-    carry = _carry(lw, op.results)
-    for v, c in zip(op.operands, carry, strict=True):
-        lw.step(Copy(lw.materialize(v), c))
+    body = op.regions[1].block
+    carry = []
+    for v, r, a, new in zip(op.operands, op.results, body.args, body.ops[-1].operands,
+                            strict=True):
+        if new is a:  # passed through unchanged: the operand's buffer is the carry
+            carry.append(lw.materialize(v))
+        else:
+            carry.append(lw.buffer_for(r))
+            lw.step(Copy(lw.materialize(v), carry[-1]))
     trips = loops.trip_count(lw, op, carry)
+    if device_loop.lower(lw, op, carry, trips):
+        _bind_results(lw, op, carry)
+        return
     cond, body = op.regions[0].block, op.regions[1].block
     with lw.nested() as cond_steps:
         for a, c in zip(cond.args, carry, strict=True):

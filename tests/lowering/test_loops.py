@@ -10,11 +10,26 @@ import numpy as np
 import pytest
 
 import frontend
+from frontend.lower import device_loop
 from frontend.lower.driver import lower_function
-from tensorlang.plan import Bound, Step, TripCount, While
+from tensorlang.plan import Bound, Launch, Step, TripCount, While
 from tests.lowering.conftest import module, rand, run
 
 LOOPS = Path(__file__).resolve().parent / "loops"
+
+
+@pytest.fixture(params=["device", "host"])
+def where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run loops as one kernel (small loops, the default) or on the host."""
+    if request.param == "host":
+        monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
+    return str(request.param)
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loops on the host (their plan steps are what the test looks at)."""
+    monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
 
 
 def counter_loop(dtype: str, start: str, limit: str, step: int, direction: str,
@@ -67,11 +82,16 @@ def whiles(steps: tuple[Step, ...]) -> list[While]:
     ("LT", 0, 7, 1), ("LT", -3, 8, 3), ("LE", 2, 11, 4), ("GT", 9, -2, -2),
     ("GE", 5, 1, -1), ("NE", 0, 12, 3), ("LT", 6, 2, 1)])
 def test_constant_bounds_run_the_body_count_times(direction: str, start: int, limit: int,
-                                                  step: int) -> None:
+                                                  step: int, where: str) -> None:
     text = counter_loop("i32", f"stablehlo.constant dense<{start}> : tensor<i32>",
                         f"stablehlo.constant dense<{limit}> : tensor<i32>", step, direction)
-    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
-    assert loop.trips is not None and loop.trips.start.buffer is None
+    steps = lower_function(frontend.parse(text)).plan.steps
+    if where == "device":  # one launch, nothing read back
+        assert not whiles(steps)
+        assert sum(isinstance(s, Launch) and "while" in s.kernel for s in steps) == 1
+    else:
+        (loop,) = whiles(steps)
+        assert loop.trips is not None and loop.trips.start.buffer is None
     a = rand((3,))
     n = simulate("i32", start, limit, step, direction)
     i, x = run(text, a, np.int32(0), np.int32(0))
@@ -81,7 +101,8 @@ def test_constant_bounds_run_the_body_count_times(direction: str, start: int, li
 
 @pytest.mark.parametrize("dtype,start,limit", [("i32", 4, 13), ("i64", -20, -5),
                                                ("ui32", 3, 9), ("i32", 9, 3)])
-def test_bounds_from_parameters_are_read_once(dtype: str, start: int, limit: int) -> None:
+def test_bounds_from_parameters_are_read_once(dtype: str, start: int, limit: int,
+                                              host: None) -> None:
     text = counter_loop(dtype, "stablehlo.add %s, %s : tensor<" + dtype + ">", "%l", 2,
                         "LT", "UNSIGNED" if dtype.startswith("ui") else "SIGNED")
     (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
@@ -95,11 +116,13 @@ def test_bounds_from_parameters_are_read_once(dtype: str, start: int, limit: int
     np.testing.assert_allclose(x, (n + 1) * a, rtol=1e-5)
 
 
-def test_wrapping_counter_falls_back_to_the_predicate() -> None:
+def test_wrapping_counter_falls_back_to_the_predicate(where: str) -> None:
     text = counter_loop("i8", "stablehlo.constant dense<0> : tensor<i8>",
                         "stablehlo.constant dense<120> : tensor<i8>", 100, "LT")
-    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
-    assert loop.trips is not None and loop.trips.count(0, 120) is None
+    steps = lower_function(frontend.parse(text)).plan.steps
+    if where == "host":
+        (loop,) = whiles(steps)
+        assert loop.trips is not None and loop.trips.count(0, 120) is None
     n = simulate("i8", 0, 120, 100, "LT")
     a = rand((3,))
     i, x = run(text, a, np.int8(0), np.int8(0))
@@ -107,7 +130,7 @@ def test_wrapping_counter_falls_back_to_the_predicate() -> None:
     np.testing.assert_allclose(x, (n + 1) * a, rtol=1e-5)
 
 
-def test_counter_written_otherwise_is_not_counted() -> None:
+def test_counter_written_otherwise_is_not_counted(host: None) -> None:
     text = counter_loop("i32", "stablehlo.constant dense<0> : tensor<i32>",
                         "stablehlo.constant dense<9> : tensor<i32>", 1, "LT")
     text = text.replace("%j = stablehlo.add %i, %one", "%j = stablehlo.multiply %i, %one")
@@ -140,7 +163,7 @@ def collatz_steps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, n
 
 
-def test_jax_collatz_while_loop() -> None:
+def test_jax_collatz_while_loop(where: str) -> None:
     x = np.random.default_rng(3).integers(1, 200, size=64).astype(np.int32)
     v, n = run((LOOPS / "collatz.mlir").read_text(), x)
     want_v, want_n = collatz_steps(x)
@@ -148,13 +171,11 @@ def test_jax_collatz_while_loop() -> None:
     np.testing.assert_array_equal(n, want_n)
 
 
-def test_jax_fori_loop_power_iteration() -> None:
+def test_jax_fori_loop_power_iteration(where: str) -> None:
     rng = np.random.default_rng(4)
     a = rng.standard_normal((64, 64)).astype(np.float32)
     v = rng.standard_normal(64).astype(np.float32)
     text = (LOOPS / "power.mlir").read_text()
-    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
-    assert loop.trips is not None
     want = v.astype(np.float64)
     for _ in range(50):
         w = a.astype(np.float64) @ want
@@ -163,7 +184,7 @@ def test_jax_fori_loop_power_iteration() -> None:
     np.testing.assert_allclose(got, want, atol=1e-4)
 
 
-def test_jax_scan_rnn() -> None:
+def test_jax_scan_rnn(where: str) -> None:
     rng = np.random.default_rng(5)
     xs, wx, wh = (0.1 * rng.standard_normal((64, 64)).astype(np.float32) for _ in range(3))
     h0 = rng.standard_normal(64).astype(np.float32)
@@ -219,17 +240,58 @@ def body_copies(text: str) -> int:
     return sum(isinstance(s, Copy) for s in loop.body)
 
 
-def test_dynamic_update_slice_of_a_carry_updates_in_place() -> None:
+def test_dynamic_update_slice_of_a_carry_updates_in_place(where: str) -> None:
     text = scan_rows()
-    assert body_copies(text) == 1  # the counter only
+    if where == "host":
+        assert body_copies(text) == 1  # the counter only
     a, o = rand((5, 4)), rand((5, 4))
     (got,) = run(text, a, o)
     np.testing.assert_array_equal(got, scan_rows_expected(a, o))
 
 
-def test_dynamic_update_slice_of_a_carry_read_again_copies() -> None:
+def test_dynamic_update_slice_of_a_carry_read_again_copies(where: str) -> None:
     text = scan_rows("%keep = stablehlo.add %out, %out : tensor<5x4xf32>")
-    assert body_copies(text) == 2
+    if where == "host":
+        assert body_copies(text) == 2
     a, o = rand((5, 4)), rand((5, 4))
     (got,) = run(text, a, o)
     np.testing.assert_array_equal(got, scan_rows_expected(a, o))
+
+
+def test_device_loop_relaunches_chunk_after_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(device_loop, "CHUNK_TRIPS", 3)
+    x = np.random.default_rng(6).integers(1, 100, size=64).astype(np.int32)
+    text = (LOOPS / "collatz.mlir").read_text()
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert not loop.body and len(loop.cond) == 1  # the loop kernel, relaunched
+    v, n = run(text, x)
+    want_v, want_n = collatz_steps(x)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(n, want_n)
+
+
+def test_passed_through_carry_is_not_copied(where: str) -> None:
+    text = counter_loop("i32", "stablehlo.constant dense<0> : tensor<i32>",
+                        "stablehlo.constant dense<4> : tensor<i32>", 1, "LT")
+    text = text.replace("%y = stablehlo.add %x, %a : tensor<3xf32>", "%y = stablehlo.add %x, %x"
+                        " : tensor<3xf32>\n    %a2 = stablehlo.negate %y : tensor<3xf32>")
+    text = text.replace("stablehlo.return %j, %y", "stablehlo.return %j, %x")
+    from tensorlang.plan import Copy
+
+    steps = lower_function(frontend.parse(text)).plan.steps
+    assert not any(isinstance(s, Copy) and s.src == 0 for s in steps)  # %a's buffer
+    a = rand((3,))
+    i, x = run(text, a, np.int32(0), np.int32(0))
+    assert int(i) == 4
+    np.testing.assert_array_equal(x, a)
+
+
+def test_loop_with_a_large_value_stays_on_the_host() -> None:
+    text = counter_loop("i32", "stablehlo.constant dense<0> : tensor<i32>",
+                        "stablehlo.constant dense<3> : tensor<i32>", 1, "LT")
+    text = text.replace("tensor<3xf32>", "tensor<5000xf32>")
+    (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
+    assert loop.trips is not None
+    a = rand((5000,))
+    i, x = run(text, a, np.int32(0), np.int32(0))
+    np.testing.assert_allclose(x, 4 * a, rtol=1e-5)

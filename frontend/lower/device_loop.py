@@ -1,0 +1,298 @@
+"""A small ``stablehlo.while`` as one kernel with the loop inside.
+
+When every value of the loop's condition and body is small (at most :data:`MAX_ELEMENTS`
+elements) and every op is elemental, a ``reduce`` or a ``dot_general``, the whole loop runs
+in one work-group of one kernel: per iteration the condition is evaluated on the device
+and, while it holds, the body's reductions and dots are computed into scratch buffers, its
+results into temporaries and those copied into the carried buffers (``foreach`` phases;
+the insert-barrier pass puts barriers between them).  A ``dynamic_update_slice`` of a
+carried value nothing else reads writes its slice straight into the carried buffer.  A
+launch runs at most :data:`CHUNK_TRIPS` iterations and leaves in a flag whether the loop
+may go on, so the host relaunches it (``While`` with the launch as its condition) and
+reads back one flag per chunk instead of one predicate per iteration.  A counted loop
+whose trip count is a compile-time constant (:mod:`frontend.lower.loops`) is one launch
+running the body that many times: no condition, no read-back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from frontend.ir.core import Block, Op, Value
+from frontend.lower import scatter_gather, types
+from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.registry import ELEMENTAL, KERNEL
+from tensorlang.diagnostics import CompileError
+from tensorlang.plan import Launch, TripCount, While
+
+MAX_ELEMENTS = 4096
+"""The largest value (elements) a loop may have to run as one kernel."""
+CHUNK_TRIPS = 1024
+"""Iterations per launch of a loop whose trip count is not known when compiling."""
+WORK_ITEMS = 1
+"""The loop kernel's work-group size (its foreach phases are dealt to these work-items).
+One: on PoCL (CPU) more were slower, the phases being small, and PoCL 3.1 crashed on
+barriers under the ``if`` of a loop decided on the device."""
+_COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
+
+
+def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -> bool:
+    """Lower while ``op`` (operands already copied into ``carry``) as one kernel when it
+    qualifies; False (and nothing emitted) otherwise."""
+    cond, body = op.regions[0].block, op.regions[1].block
+    if not (_fits(cond) and _fits(body)) or any(types.size(v) > MAX_ELEMENTS
+                                               for v in op.results):
+        return False
+    for v in _captured(op):
+        if isinstance(v.owner, Op) and v.owner.name not in ELEMENTAL:
+            lw.materialize(v)
+    for o in cond.ops + body.ops:
+        if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
+            KERNEL[o.name](lw, o)
+    count = _constant_count(trips)
+    env = dict(lw.env)
+    try:
+        name, params, flag = _kernel(lw, op, carry, count)
+    except CompileError:  # an op the fused code cannot express here: a host loop instead
+        lw.env = env
+        return False
+    launch = Launch(name, params, 1)
+    lw.step(launch if count is not None else While((launch,), flag, ()))
+    return True
+
+
+def _kernel(lw: FuncLowering, op: Op, carry: list[int],
+            count: int | None) -> tuple[str, tuple[int, ...], int]:
+    """Build the loop kernel: its name, parameter buffers and flag buffer."""
+    cond, body = op.regions[0].block, op.regions[1].block
+    flag = lw.new_buffer("i1", ())
+    with lw.kernel("while") as (k, f):
+        for block in (cond, body):
+            for a, c in zip(block.args, carry, strict=True):
+                lw.bind(a, c)
+        for o in cond.ops + body.ops:
+            if o.name in _COMPUTED:
+                for r in o.results:
+                    lw.bind(r, lw.buffer_for(r))
+        outs = [None if v is body.args[i] or _in_place(lw, body, i) else lw.buffer_for(v)
+                for i, v in enumerate(body.ops[-1].operands)]
+        k.attributes = f"work_group_size({WORK_ITEMS},1)"
+        if count is not None:  # no condition, no branches: the body, count times
+            with k.loop(0, count, [], []):
+                _body(lw, f, op, carry, outs)
+            return k.name, tuple(k.params), flag
+        go = k.const(True, "i1")
+        with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
+            loop.yields = [k.branch(loop.carried[0], "i1",
+                                    lambda: _iteration(lw, f, op, carry, outs),
+                                    lambda: k.const(False, "i1"))]
+        _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
+    return k.name, tuple(k.params), flag
+
+
+def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
+               outs: list[int | None]) -> str:
+    """One iteration: the condition; when it holds, the body.  Returns the condition."""
+    cond = op.regions[0].block
+    k = f.k
+    _compute(lw, f, cond)
+    pred = f.value(cond.ops[-1].operands[0], [])
+    with k.block(f"if {pred} {{"):
+        _body(lw, f, op, carry, outs)
+    return pred
+
+
+def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
+          outs: list[int | None]) -> None:
+    """The body: its reductions and dots, its results into ``outs``, those into ``carry``."""
+    body = op.regions[1].block
+    k = f.k
+    _compute(lw, f, body)
+    results = body.ops[-1].operands
+    for i, c in enumerate(carry):
+        update = _in_place(lw, body, i)
+        if update is not None:  # nothing else reads the carried operand: write the slice
+            _update_slice(f, update, c)
+    for v, out in zip(results, outs, strict=True):
+        if out is not None:
+            _each(k, types.shape(v), lambda idx, v=v, out=out: k.store(
+                f.value(v, idx), out, types.elem(v), types.size(v),
+                k.linear(idx, types.shape(v))))
+    for v, out, c in zip(results, outs, carry, strict=True):
+        if out is not None:
+            n, t = types.size(v), types.elem(v)
+            _each(k, types.shape(v), lambda idx, out=out, c=c, n=n, t=t, v=v: k.store(
+                k.load(out, t, n, k.linear(idx, types.shape(v))), c, t, n,
+                k.linear(idx, types.shape(v))))
+
+
+def _in_place(lw: FuncLowering, body: Block, i: int) -> Op | None:
+    """The dynamic_update_slice that body result ``i`` is when its operand is carried
+    value ``i`` and used by nothing else, else None."""
+    op = body.ops[-1].operands[i].owner
+    if isinstance(op, Op) and op.name == "stablehlo.dynamic_update_slice" \
+            and op.operand("operand") is body.args[i] and lw.uses.get(body.args[i]) == 1:
+        return op
+    return None
+
+
+def _update_slice(f: Fused, op: Op, buffer: int) -> None:
+    """Store ``op``'s update at its clamped start indices into ``buffer``."""
+    k = f.k
+    update = op.operand("update")
+    ushape, oshape = types.shape(update), types.shape(op.result)
+
+    def store(idx: list[IndexExpr]) -> None:
+        starts = scatter_gather._dynamic_starts(f, op, list(ushape))
+        at = [k.iadd(s, i) for s, i in zip(starts, idx, strict=True)]
+        k.store(f.value(update, idx), buffer, types.elem(op.result), types.size(op.result),
+                k.linear(at, oshape))
+
+    _each(k, ushape, store)
+
+
+def _compute(lw: FuncLowering, f: Fused, block: Block) -> None:
+    """The block's reductions and dots, in order, into their scratch buffers."""
+    for o in block.ops[:-1]:
+        if o.name == "stablehlo.reduce":
+            _reduce(lw, f, o)
+        elif o.name == "stablehlo.dot_general":
+            _dot(lw, f, o)
+
+
+def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
+    """A foreach over the elements of ``shape`` calling ``store(multi_index)``."""
+    n = prod(shape)
+    if n == 0:
+        return
+    i = k.fresh("i")
+    with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(n)} : index {{"):
+        store(k.delinearize(i, shape))  # type: ignore[operator]
+
+
+def _reduce(lw: FuncLowering, f: Fused, op: Op) -> None:
+    """A (variadic) reduce: per result element, a sequential loop over the reduced ones."""
+    k = f.k
+    n_in = len(op.results)
+    inputs, inits = op.operands[:n_in], op.operands[n_in:]
+    dims = [int(d) for d in op.attr("dimensions")]  # type: ignore[union-attr]
+    shape = types.shape(inputs[0])
+    kept = [d for d in range(len(shape)) if d not in dims]
+    rshape = [shape[d] for d in dims]
+    dtypes = [types.elem(r) for r in op.results]
+
+    def store(idx: list[IndexExpr]) -> None:
+        starts = [f.value(v, []) for v in inits]
+        with k.loop(0, prod(rshape), starts, dtypes) as loop:
+            ridx = k.delinearize(loop.var, rshape)
+            full: list[IndexExpr] = [0] * len(shape)
+            for d, i in zip(kept, idx, strict=True):
+                full[d] = i
+            for d, i in zip(dims, ridx, strict=True):
+                full[d] = i
+            xs = [f.value(v, full) for v in inputs]
+            loop.yields = f.body(op.regions[0].block, [*loop.carried, *xs])
+        oshape = types.shape(op.results[0])
+        for r, res, t in zip(op.results, loop.results, dtypes, strict=True):
+            k.store(res, _buf(lw, r), t, types.size(r), k.linear(idx, oshape))
+
+    _each(k, types.shape(op.results[0]), store)
+
+
+def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
+    """dot_general: per result element, a sequential multiply-add over the contraction."""
+    k = f.k
+    lhs, rhs = op.operands
+    lb, rb, lc, rc = (_dims(op, f"{side}_{kind}_dimensions")
+                      for kind in ("batching", "contracting") for side in ("lhs", "rhs"))
+    ls, rs = types.shape(lhs), types.shape(rhs)
+    lfree = [d for d in range(len(ls)) if d not in lb + lc]
+    rfree = [d for d in range(len(rs)) if d not in rb + rc]
+    cshape = [ls[d] for d in lc]
+    r = op.result
+    t = types.elem(r)
+
+    def store(idx: list[IndexExpr]) -> None:
+        batch, rest = idx[:len(lb)], idx[len(lb):]
+        with k.loop(0, prod(cshape), [k.const(0, t)], [t]) as loop:
+            cidx = k.delinearize(loop.var, cshape)
+            li = _place(len(ls), [(lb, batch), (lfree, rest[:len(lfree)]), (lc, cidx)])
+            ri = _place(len(rs), [(rb, batch), (rfree, rest[len(lfree):]), (rc, cidx)])
+            a = k.cast(f.value(lhs, li), types.elem(lhs), t)
+            b = k.cast(f.value(rhs, ri), types.elem(rhs), t)
+            loop.yields = [k.arith("add", loop.carried[0], k.arith("mul", a, b, t), t)]
+        k.store(loop.results[0], _buf(lw, r), t, types.size(r),
+                k.linear(idx, types.shape(r)))
+
+    _each(k, types.shape(r), store)
+
+
+def _place(rank: int, parts: list[tuple[list[int], Sequence[IndexExpr]]]) -> list[IndexExpr]:
+    out: list[IndexExpr] = [0] * rank
+    for dims, idx in parts:
+        for d, i in zip(dims, idx, strict=True):
+            out[d] = i
+    return out
+
+
+def _dims(op: Op, name: str) -> list[int]:
+    numbers = op.attrs["dot_dimension_numbers"]
+    return [int(d) for d in numbers.get(name, [])]  # type: ignore[attr-defined]
+
+
+def _buf(lw: FuncLowering, v: Value) -> int:
+    buf = lw.buffer_of(v)
+    assert buf is not None
+    return buf
+
+
+def _fits(block: Block) -> bool:
+    """Every op of ``block`` can run inside the loop kernel, every value is small."""
+    for o in block.ops[:-1]:
+        if o.name in _COMPUTED:
+            if o.name == "stablehlo.reduce" and not _scalar_region(o.regions[0].block):
+                return False
+            if o.name == "stablehlo.dot_general" and not _real(o):
+                return False
+        elif o.name not in ELEMENTAL or o.regions and not all(
+                _scalar_region(r.block) for r in o.regions):
+            return False
+        if any(types.size(r) > MAX_ELEMENTS for r in o.results):
+            return False
+    return True
+
+
+def _scalar_region(block: Block) -> bool:
+    return all(o.name in ELEMENTAL and not o.regions for o in block.ops[:-1])
+
+
+def _real(op: Op) -> bool:
+    return all(types.elem(v)[0] in "fiub" and types.elem(v) != "i1"
+               for v in (*op.operands, op.result))
+
+
+def _captured(op: Op) -> list[Value]:
+    """Values used in ``op``'s regions but defined outside it."""
+    inside: set[Value] = set()
+    used: list[Value] = []
+    for region in op.regions:
+        _walk(region.block, inside, used)
+    return [v for v in used if v not in inside]
+
+
+def _walk(block: Block, inside: set[Value], used: list[Value]) -> None:
+    inside.update(block.args)
+    for o in block.ops:
+        used.extend(o.operands)
+        inside.update(o.results)
+        for region in o.regions:
+            _walk(region.block, inside, used)
+
+
+def _constant_count(trips: TripCount | None) -> int | None:
+    if trips is None or trips.start.buffer is not None or trips.limit.buffer is not None:
+        return None
+    return trips.count(trips.start.value, trips.limit.value)
