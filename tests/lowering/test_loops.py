@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import frontend
+from backend_opencl import driver
 from frontend.lower import device_loop
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Bound, Launch, Step, TripCount, While
@@ -22,14 +23,21 @@ LOOPS = Path(__file__).resolve().parent / "loops"
 def where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run loops as one kernel (small loops, the default) or on the host."""
     if request.param == "host":
-        monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
+        on_host(monkeypatch)
     return str(request.param)
 
 
 @pytest.fixture
 def host(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loops on the host (their plan steps are what the test looks at)."""
+    on_host(monkeypatch)
+
+
+def on_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No device loops, and no compiled program cached from a run with them."""
     monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
+    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 
 def counter_loop(dtype: str, start: str, limit: str, step: int, direction: str,
@@ -260,6 +268,8 @@ def test_dynamic_update_slice_of_a_carry_read_again_copies(where: str) -> None:
 
 def test_device_loop_relaunches_chunk_after_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device_loop, "CHUNK_TRIPS", 3)
+    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")
     x = np.random.default_rng(6).integers(1, 100, size=64).astype(np.int32)
     text = (LOOPS / "collatz.mlir").read_text()
     (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
