@@ -175,14 +175,16 @@ _SOURCE_HASH: list[str] = []
 
 
 def _source_hash() -> str:
-    """A hash of tlc's own Python sources (a changed compiler never reads old entries)."""
+    """A hash of tlc's own Python sources, by path, size and modification time (a
+    changed compiler never reads old entries; stat is ~10x faster than reading them)."""
     if not _SOURCE_HASH:
         root = Path(__file__).resolve().parent.parent
         digest = hashlib.sha256(str(LOWERED_VERSION).encode())
         for package in ("frontend", "tensorlang", "backend_opencl"):
             for path in sorted((root / package).rglob("*.py")):
-                digest.update(str(path.relative_to(root)).encode())
-                digest.update(path.read_bytes())
+                st = path.stat()
+                digest.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};"
+                              .encode())
         _SOURCE_HASH.append(digest.hexdigest())
     return _SOURCE_HASH[0]
 

@@ -78,8 +78,10 @@ class Executable:
         start = time.perf_counter()
         args = self.check(arrays)
         if self._steps is None:
-            self._written = _written(self.plan.steps, self.module)
-            self._steps = _Resolver(self).steps(self.plan.steps)
+            with self._lock:  # once, even when the first calls are concurrent
+                if self._steps is None:
+                    self._written = _written(self.plan.steps, self.module)
+                    self._steps = _Resolver(self).steps(self.plan.steps)
         run = _Run(self, self._take_pool())
         try:
             for bid, arg in zip(self.plan.params, args, strict=True):
