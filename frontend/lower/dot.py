@@ -19,7 +19,7 @@ from math import prod
 
 from frontend.ir.core import Op, Value
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd, num_groups
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import kernel
@@ -44,15 +44,32 @@ def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str) -> int:
     n = prod(out_shape)
     out = lw.new_buffer(dtype, out_shape)
     with lw.kernel("layout") as (k, f):
-        with k.elements(n) as i:
-            idx = k.delinearize(i, out_shape)
+        with k.elements_nd(out_shape) as idx:
             src: list[IndexExpr] = [0] * len(shape)
             for pos, d in enumerate(order):
                 src[d] = idx[pos]
             x = k.cast(f.value(v, src), types.elem(v), dtype)
-            k.store(x, out, dtype, n, i)
-    lw.launch_last(num_groups(n))
+            k.store(x, out, dtype, n, k.linear(idx, out_shape))
+    lw.launch_last(groups_nd(out_shape) if n else 0)
     return out
+
+
+FOLD_TRANSPOSES = True
+"""Transposed operands read by the gemm's transposed variants (benchmarks switch it off)."""
+
+
+def operand(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[int]],
+            dtype: str) -> tuple[int, bool]:
+    """A buffer for a gemm operand whose canonical layout is ``batch + first + second``
+    (dimension lists of ``v``) and whether the gemm reads it transposed: a buffer already
+    laid out as ``batch + second + first`` (a transposed result, e.g. the keys of
+    attention) is used as it is, with the gemm's transposed variant."""
+    batch, first, second = order
+    buf = lw.buffer_of(v)
+    if FOLD_TRANSPOSES and buf is not None and types.elem(v) == dtype and first and second \
+            and batch + second + first == list(range(len(types.shape(v)))):
+        return buf, True
+    return canonical(lw, v, batch + first + second, dtype), False
 
 
 @kernel("stablehlo.dot_general")
@@ -78,10 +95,10 @@ def dot_general(lw: FuncLowering, op: Op) -> None:
             zero_fill(lw, out, t, nb * m * n)
         return
     acc = _ACCUMULATE.get(t, t)
-    a = canonical(lw, lhs, lb + lf + lc, acc)
-    b = canonical(lw, rhs, rb + rc + rf, acc)
+    a, ta = operand(lw, lhs, (lb, lf, lc), acc)
+    b, tb = operand(lw, rhs, (rb, rc, rf), acc)
     c, tail = gemm_output(lw, op.result, acc)
-    gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail)
+    gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail, (ta, tb))
 
 
 @dataclass(frozen=True)
@@ -128,29 +145,40 @@ TILE_M = 32
 
 
 def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
-                sizes: tuple[int, int, int, int], tail: Tail | None = None) -> None:
+                sizes: tuple[int, int, int, int], tail: Tail | None = None,
+                trans: tuple[bool, bool] = (False, False)) -> None:
     """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
     work-group per (batch element, tile of TILE_M result rows), then the ``tail`` on that
-    tile."""
+    tile.  ``trans``: lhs is [B,K,M], rhs is [B,N,K] instead (the gemm reads it
+    transposed)."""
     nb, m, kk, n = sizes
     a, b, c = bufs
+    ta, tb = trans
     tiles = -(-m // TILE_M)
     with lw.kernel("dot" if tail is None else f"dot_{_short(tail.root)}") as (k, f):
         g = k.emit("group_id", "g")
         batch, tile = k.idiv(g, tiles), k.irem(g, tiles)
-        views = []
-        for buf, (rows, cols) in ((b, (n, kk)), (a, (kk, m)), (c, (n, m))):
+        shapes = [(kk, n) if tb else (n, kk), (m, kk) if ta else (kk, m), (n, m)]
+        views, vtypes = [], []
+        for buf, (rows, cols) in zip((b, a, c), shapes, strict=True):
             ssa, flat = k.param(buf, t, nb * rows * cols)
             full = k.emit(f"expand {ssa}[0 -> {rows}x{cols}x{nb}] : {flat}", "v")
             views.append(k.emit(f"subview {full}[:,:,{k.idx(batch)}] : "
                                 f"memref<{t}x{rows}x{cols}x{nb}>", "v"))
-        vtypes = [f"memref<{t}x{n}x{kk},strided<1,{n}>>",
-                  f"memref<{t}x{kk}x{m},strided<1,{kk}>>", f"memref<{t}x{n}x{m},strided<1,{n}>>"]
+            vtypes.append(f"memref<{t}x{rows}x{cols},strided<1,{rows}>>")
         if tiles > 1:
-            views[1:], vtypes[1:] = _tile_columns(k, views[1:], vtypes[1:], (kk, n), m, tile)
+            tiled = [(views[2], vtypes[2], n)]
+            if not ta:
+                tiled.insert(0, (views[1], vtypes[1], kk))
+            out = _tile_columns(k, [v for v, _, _ in tiled], [v for _, v, _ in tiled],
+                                tuple(r for _, _, r in tiled), m, tile)
+            views[3 - len(tiled):], vtypes[3 - len(tiled):] = out
+            if ta:
+                views[1], vtypes[1] = _tile_rows(k, views[1], (t, m, kk), tile)
         one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
-        k.line(f"gemm.n.n {one}, {views[0]}, {views[1]}, {zero}, {views[2]} : {t}, "
-               f"{vtypes[0]}, {vtypes[1]}, {t}, {vtypes[2]}")
+        k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
+               f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
+               f"{vtypes[2]}")
         if tail is not None:
             _run_tail(k, f, tail, (c, t), (m, n, nb), (batch, tile))
     lw.launch_last(nb * tiles)
@@ -183,17 +211,30 @@ def _short(v: Value) -> str:
     return v.owner.name.split(".")[-1] if isinstance(v.owner, Op) else "tail"
 
 
-def _tile_columns(k: KernelBuilder, views: list[str], vtypes: list[str],
-                  rows: tuple[int, int], m: int, tile: IndexExpr) -> tuple[list[str], list[str]]:
-    """Columns [tile * TILE_M, + TILE_M) of the (rows x m) views (fewer in the last tile)."""
+def _tile_size(k: KernelBuilder, m: int, tile: IndexExpr) -> tuple[str, str, str]:
+    """The first index, the size and the size's text in a type of tile ``tile`` of m."""
     lo = k.idx(k.imul(tile, TILE_M))
     if m % TILE_M == 0:
-        size, size_text = str(TILE_M), str(TILE_M)
-    else:
-        left = k.arith("sub", k.idx(m), lo, "index")
-        size = k.select(k.cmp("lt", left, k.idx(TILE_M), "index"), left, k.idx(TILE_M),
-                        "index")
-        size_text = "?"
+        return lo, str(TILE_M), str(TILE_M)
+    left = k.arith("sub", k.idx(m), lo, "index")
+    size = k.select(k.cmp("lt", left, k.idx(TILE_M), "index"), left, k.idx(TILE_M), "index")
+    return lo, size, "?"
+
+
+def _tile_rows(k: KernelBuilder, view: str, shape: tuple[str, int, int],
+               tile: IndexExpr) -> tuple[str, str]:
+    """Rows [tile * TILE_M, + TILE_M) of an (m x kk) view (a transposed lhs)."""
+    t, m, kk = shape
+    lo, size, size_text = _tile_size(k, m, tile)
+    vtype = f"memref<{t}x{m}x{kk},strided<1,{m}>>"
+    return (k.emit(f"subview {view}[{lo}:{size},:] : {vtype}", "v"),
+            f"memref<{t}x{size_text}x{kk},strided<1,{m}>>")
+
+
+def _tile_columns(k: KernelBuilder, views: list[str], vtypes: list[str],
+                  rows: tuple[int, ...], m: int, tile: IndexExpr) -> tuple[list[str], list[str]]:
+    """Columns [tile * TILE_M, + TILE_M) of the (rows x m) views (fewer in the last tile)."""
+    lo, size, size_text = _tile_size(k, m, tile)
     out_views, out_types = [], []
     for view, vtype, r in zip(views, vtypes, rows, strict=True):
         out_views.append(k.emit(f"subview {view}[:,{lo}:{size}] : {vtype}", "v"))

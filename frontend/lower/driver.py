@@ -10,7 +10,7 @@ away.  Function results are materialized at the return.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -24,6 +24,9 @@ from frontend.lower.inline import inline_calls
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Buffer, Launch, Plan, Step, with_frees
+
+Planner = Callable[[Value, Sequence[Op], dict[Value, int], set[Value]], Epilogue | None]
+"""Finds the consumers of a kernel op's result to fuse into its kernel (``plan_epilogue``)."""
 
 _PASSIVE = {"stablehlo.return", "func.return", "stablehlo.optimization_barrier"}
 
@@ -154,6 +157,8 @@ class FuncLowering:
             types.check_op_types(op)
         if op.results and op.results[0] in self._pending:
             self._lower_with_epilogue(self._pending.pop(op.results[0]))
+        elif op.name in KERNEL and op.results and op.results[0] in self._claimed:
+            pass  # inside a pending group (row fusion): lowered with it at its root
         elif op.name in KERNEL and quant.requantizes(op):
             quant.lower_kernel(self, op)  # quantized tensors: the kernel runs on floats
         elif op.name in KERNEL:
@@ -169,17 +174,18 @@ class FuncLowering:
 
     # -- epilogue fusion -----------------------------------------------------------------------
 
-    def defer_to_epilogue(self, op: Op) -> bool:
+    def defer_to_epilogue(self, op: Op, planner: Planner = plan_epilogue) -> bool:
         """For a kernel lowering that can fuse ``op``'s elementwise consumers into its own
         kernel (:class:`Epilogue`): True when it has some, so the lowering must return now;
-        it runs again where the last of them is defined, and :meth:`epilogue` gives them."""
+        it runs again where the last of them is defined, and :meth:`epilogue` gives them.
+        ``planner`` finds them (``reduce_rows.plan_rows``: reduce+broadcast chains)."""
         if self._active is not None and self._active.source is op.results[0]:
             return False
         where = self._where.get(op)
         if where is None or len(op.results) != 1:
             return False
         block, pos = where
-        plan = plan_epilogue(op.result, block.ops[pos + 1:], self.uses, self._claimed)
+        plan = planner(op.result, block.ops[pos + 1:], self.uses, self._claimed)
         if plan is None:
             return False
         self._pending[plan.root] = plan

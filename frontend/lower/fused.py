@@ -8,7 +8,7 @@ ops, broadcasts, reshapes, transposes and slices fuse into the consumer's kernel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,6 +42,9 @@ class Fused:
         self.lw = lw
         self.k = k
         self.bound: dict[Value, str] = {}
+        self.redirect: dict[Value, Callable[[Sequence[IndexExpr]], str]] = {}
+        """Values whose elements are read elsewhere than from their buffer or their op: the
+        function gives the element's SSA name (row fusion's stash: ``reduce_rows``)."""
 
     def value(self, v: Value, idx: Sequence[IndexExpr]) -> str:
         """Element ``idx`` (row-major) of ``v``."""
@@ -52,7 +55,9 @@ class Fused:
         if found is not None:
             return found
         buf = self.lw.buffer_of(v)
-        if buf is not None:
+        if v in self.redirect:
+            result = self.redirect[v](idx)
+        elif buf is not None:
             n = types.size(v)
             result = self.k.load(buf, types.elem(v), n, self.k.linear(idx, types.shape(v)))
         else:

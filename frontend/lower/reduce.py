@@ -10,9 +10,10 @@ from math import prod
 
 from frontend.ir.core import Op
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, num_groups
+from frontend.lower.builder import CHUNK, IndexExpr, num_groups
 from frontend.lower.driver import FuncLowering
-from frontend.lower.reduce_coop import columns, cooperative, element_index
+from frontend.lower.reduce_coop import clamp, columns, cooperative, element_index
+from frontend.lower.reduce_rows import RowGroup, lower_rows, plan_rows
 from frontend.lower.registry import kernel
 
 SPLIT_MIN = 4096
@@ -24,7 +25,15 @@ SLICES = 256
 def reduce(lw: FuncLowering, op: Op) -> None:
     """One work-item per output element folds the body over its elements; long reductions
     with few outputs first fold ``SLICES`` slices in parallel (the body's association
-    order is implementation-defined in the spec), then fold the partial results."""
+    order is implementation-defined in the spec), then fold the partial results.  A
+    reduce over the trailing dimensions whose result is broadcast back into elementwise
+    consumers fuses with them into one row kernel (``reduce_rows``)."""
+    group = lw.epilogue(op.results[0])
+    if isinstance(group, RowGroup):
+        lower_rows(lw, group)
+        return
+    if group is None and len(op.results) == 1 and lw.defer_to_epilogue(op, plan_rows):
+        return
     inputs = op.operand_group("inputs")
     dims = [int(d) for d in op.attr("dimensions")]  # type: ignore[union-attr]
     in_shape = types.shape(inputs[0])
@@ -69,17 +78,22 @@ def _sequential(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> N
     out_shape = types.shape(op.results[0])
     ts = [types.elem(r) for r in op.results]
     n = prod(out_shape)
+    length = prod(in_shape[d] for d in dims)
+    per = max(1, CHUNK // max(length, 1))  # about CHUNK elements read per work-group
     with lw.kernel("reduce") as (k, f):
-        with k.elements(n) as i:
+        lo = k.imul(k.emit("group_id", "g"), per)
+        i = k.fresh("i")
+        with k.block(f"foreach {i} = {k.idx(lo)}, {k.idx(clamp(k, k.iadd(lo, per), n))} "
+                     ": index {"):
             oidx = k.delinearize(i, out_shape)
             accs = [f.value(v, []) for v in inits]
-            with k.loop(0, prod(in_shape[d] for d in dims), accs, ts) as loop:
+            with k.loop(0, length, accs, ts) as loop:
                 full = element_index(k, op, dims, oidx, loop.var)
                 xs = [f.value(v, full) for v in inputs]
                 loop.yields = f.body(op.regions[0].block, loop.carried + xs)
             for r, out, t in zip(loop.results, outs, ts, strict=True):
                 k.store(r, out, t, n, i)
-    lw.launch_last(num_groups(n))
+    lw.launch_last(-(-n // per))
 
 
 def _partials(lw: FuncLowering, op: Op, dims: list[int],

@@ -70,34 +70,51 @@ def _kernel(lw: FuncLowering, op: Op, dims: list[int], outs: list[int],
     """One work-group per (output, slice); writes outs[output * slices + slice]."""
     length, chunk, slices = sizes
     n = prod(types.shape(op.results[0]))
-    ts = [types.elem(r) for r in op.results]
     with lw.kernel("reduce_wg") as (k, f):
         k.attributes = f"work_group_size({WG},1)"
         g = k.emit("group_id", "g")
         o, s = k.delinearize(g, (n, slices))
-        lo = k.imul(s, chunk)
-        hi = _min(k, k.iadd(lo, chunk), length)
-        sub = -(-chunk // WG) if BLOCKED else 1
-        count = _min(k, k.idiv(k.iadd(k.isub(hi, lo), sub - 1), sub), WG)
-        scratch = [k.emit(f"alloca -> memref<{t}x{WG},local>", "a") for t in ts]
         oidx = k.delinearize(o, types.shape(op.results[0]))
-        if BLOCKED and chunk % WG == 0 and length % chunk == 0 and sub % UNROLL == 0 \
-                and sub >= 2 * UNROLL:
-            _fold_unrolled(k, f, op, dims, oidx, (lo, sub), scratch)
-        else:
-            _fold_parts(k, f, op, dims, oidx, (lo, hi, sub), scratch)
-        _tree(k, f, op, scratch, count)
+        scratch = _fold_slice(k, f, op, dims, oidx, (k.imul(s, chunk), chunk, length))
         _finish(k, f, op, scratch, outs, (g, n * slices, slices == 1))
     lw.launch_last(n * slices)
 
 
-def _min(k: KernelBuilder, a: IndexExpr, b: int) -> IndexExpr:
+def fold_into_local(k: KernelBuilder, f: Fused, op: Op, dims: list[int],
+                    oidx: list[IndexExpr], length: int) -> list[str]:
+    """In a kernel of ``WG`` work-items: fold the ``length`` reduced elements of output
+    ``oidx`` of reduce ``op`` (without its init values) into element 0 of the returned
+    local arrays, one per result."""
+    return _fold_slice(k, f, op, dims, oidx, (0, length, length))
+
+
+def _fold_slice(k: KernelBuilder, f: Fused, op: Op, dims: list[int], oidx: list[IndexExpr],
+                span: tuple[IndexExpr, int, int]) -> list[str]:
+    """Fold the reduced positions [lo, min(lo + chunk, length)) into scratch[0]."""
+    lo, chunk, length = span
+    ts = [types.elem(r) for r in op.results]
+    hi = clamp(k, k.iadd(lo, chunk), length)
+    sub = -(-chunk // WG) if BLOCKED else 1
+    count = clamp(k, k.idiv(k.iadd(k.isub(hi, lo), sub - 1), sub), WG)
+    scratch = [k.emit(f"alloca -> memref<{t}x{WG},local>", "a") for t in ts]
+    if BLOCKED and chunk % WG == 0 and length % chunk == 0 and sub % UNROLL == 0 \
+            and sub >= 2 * UNROLL:
+        _fold_unrolled(k, f, op, dims, oidx, (lo, sub), scratch)
+    else:
+        _fold_parts(k, f, op, dims, oidx, (lo, hi, sub), scratch)
+    _tree(k, f, op, scratch, count)
+    return scratch
+
+
+def clamp(k: KernelBuilder, a: IndexExpr, b: int) -> IndexExpr:
+    """min(a, b) on indices, folded."""
     if isinstance(a, int):
         return min(a, b)
     return k.select(k.cmp("lt", a, k.idx(b), "index"), a, k.idx(b), "index")
 
 
-def _local(k: KernelBuilder, a: str, t: str, i: IndexExpr) -> str:
+def load_local(k: KernelBuilder, a: str, t: str, i: IndexExpr) -> str:
+    """Element ``i`` of a ``WG``-element local array of ``t``."""
     return k.emit(f"load {a}[{k.idx(i)}] : memref<{t}x{WG},local>", "x")
 
 
@@ -124,7 +141,7 @@ def _fold_parts(k: KernelBuilder, f: Fused, op: Op, dims: list[int],
             with k.loop(k.iadd(first, 1 if sub > 1 else WG), end, xs, ts,
                         step=None if sub > 1 else WG) as loop:
                 ys = [f.value(v, element_index(k, op, dims, oidx, loop.var)) for v in inputs]
-                f.bound.clear()
+                _unbind(f, op)
                 loop.yields = f.body(op.regions[0].block, loop.carried + ys)
             for r, a, t in zip(loop.results, scratch, ts, strict=True):
                 _store_local(k, r, a, t, lid)
@@ -154,18 +171,24 @@ def _fold_unrolled(k: KernelBuilder, f: Fused, op: Op, dims: list[int],
             yields: list[str] = []
             for j in range(UNROLL):
                 ys = at(loop.var, j)
-                f.bound.clear()
+                _unbind(f, op)
                 with k.scope():  # the body once per accumulator, not memoized across
                     yields += f.body(op.regions[0].block,
                                      loop.carried[j * nres:(j + 1) * nres] + ys)
             loop.yields = yields
         acc = loop.results[:nres]
         for j in range(1, UNROLL):
-            f.bound.clear()
+            _unbind(f, op)
             with k.scope():
                 acc = f.body(op.regions[0].block, acc + loop.results[j * nres:(j + 1) * nres])
         for r, a, t in zip(acc, scratch, ts, strict=True):
             _store_local(k, r, a, t, lid)
+
+
+def _unbind(f: Fused, op: Op) -> None:
+    """Forget the body's arguments (other bound values, e.g. row fusion's, stay)."""
+    for a in op.regions[0].block.args:
+        f.bound.pop(a, None)
 
 
 def _tree(k: KernelBuilder, f: Fused, op: Op, scratch: list[str], count: IndexExpr) -> None:
@@ -177,9 +200,9 @@ def _tree(k: KernelBuilder, f: Fused, op: Op, scratch: list[str], count: IndexEx
         with k.block(f"foreach {lid} = {k.idx(0)}, {k.idx(half)} : index {{"):
             other = k.iadd(lid, half)
             with k.block(f"if {k.cmp('lt', k.idx(other), k.idx(count), 'index')} {{"):
-                xs = [_local(k, a, t, lid) for a, t in zip(scratch, ts, strict=True)]
-                ys = [_local(k, a, t, other) for a, t in zip(scratch, ts, strict=True)]
-                f.bound.clear()
+                xs = [load_local(k, a, t, lid) for a, t in zip(scratch, ts, strict=True)]
+                ys = [load_local(k, a, t, other) for a, t in zip(scratch, ts, strict=True)]
+                _unbind(f, op)
                 for r, a, t in zip(f.body(op.regions[0].block, xs + ys), scratch, ts,
                                    strict=True):
                     _store_local(k, r, a, t, lid)
@@ -193,10 +216,10 @@ def _finish(k: KernelBuilder, f: Fused, op: Op, scratch: list[str], outs: list[i
     ts = [types.elem(r) for r in op.results]
     lid = k.fresh("l")
     with k.block(f"foreach {lid} = {k.idx(0)}, {k.idx(1)} : index {{"):
-        xs = [_local(k, a, t, 0) for a, t in zip(scratch, ts, strict=True)]
+        xs = [load_local(k, a, t, 0) for a, t in zip(scratch, ts, strict=True)]
         if final:
             inits = [f.value(v, []) for v in op.operand_group("init_values")]
-            f.bound.clear()
+            _unbind(f, op)
             xs = f.body(op.regions[0].block, inits + xs)
         for x, out, t in zip(xs, outs, ts, strict=True):
             k.store(x, out, t, size, at)
@@ -215,7 +238,7 @@ def columns(lw: FuncLowering, op: Op, dims: list[int], outs: list[int], width: i
     per_group = -(-items // COLUMN_GROUPS)
     with lw.kernel("reduce_cols") as (k, f):
         lo = k.imul(k.emit("group_id", "g"), per_group)
-        hi = _min(k, k.iadd(lo, per_group), items)
+        hi = clamp(k, k.iadd(lo, per_group), items)
         w = k.fresh("w")
         with k.block(f"foreach {w} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
             base = k.imul(w, width)
@@ -226,7 +249,7 @@ def columns(lw: FuncLowering, op: Op, dims: list[int], outs: list[int], width: i
                 for j, oidx in enumerate(oidxs):
                     xs = [f.value(v, element_index(k, op, dims, oidx, loop.var))
                           for v in inputs]
-                    f.bound.clear()
+                    _unbind(f, op)
                     with k.scope():
                         yields += f.body(op.regions[0].block,
                                          loop.carried[j * nres:(j + 1) * nres] + xs)

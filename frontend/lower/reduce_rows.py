@@ -1,0 +1,299 @@
+"""Row fusion: reductions over the trailing dimensions and their broadcast consumers in one
+kernel (softmax, log-softmax, layernorm, RMS norm, logsumexp).
+
+A reduce over the trailing dimensions of ``x: [R..., L...]`` gives one scalar per row.  When
+its result reaches its consumers only through *row-preserving* ops (elementwise ops on the
+row shape ``R`` or on ``x``'s shape, broadcasts and reshapes between ``R`` (padded with
+ones) and ``x``'s shape that keep the row dimensions in place, and further reduces of
+full-shaped values over the same dimensions), every read of the reduce result inside the
+group is at the row being computed.  The group then runs as one kernel per block of rows:
+each reduce folds its row in order (its input computed from the earlier reduces' row
+values, bound as scalars), then the group's *root* (the one value used outside, shaped like
+``x`` or like a row) is computed and stored.  The planner works like epilogue fusion
+(``fused.plan_epilogue``): the reduce is lowered again where the root is defined.
+
+Short rows: one work-item per row (rows spread over the work-items and work-groups).  Long
+rows (``COOP_MIN`` elements or more): a work-group per row, its work-items fold blocks of
+the row into local memory and a tree combines them (``reduce_coop``); the elementwise part
+is split among the work-items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+from frontend.ir.core import Op, Value
+from frontend.ir.quant import is_quantized
+from frontend.lower import reduce_coop, types
+from frontend.lower.builder import CHUNK, IndexExpr, KernelBuilder
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import ELEMENTWISE, Epilogue, Fused
+
+ENABLED = True
+"""Row fusion on (benchmarks switch it off to compare)."""
+COOP_MIN = 512
+"""Rows at least this long run cooperatively (a work-group per row)."""
+UNROLL = 4
+"""Independent accumulators per row in the one-work-item-per-row kernel."""
+
+_FULL, _ROW = "full", "row"
+
+
+@dataclass(frozen=True)
+class RowGroup(Epilogue):
+    """A row-fusion group: ``source`` is the first reduce's result, ``root`` the value the
+    kernel stores, ``values`` everything in between; ``reduces`` in program order, ``rank``
+    the number of row dimensions."""
+
+    reduces: tuple[Op, ...] = ()
+    rank: int = 0
+    stash: Value | None = None
+    """A reduce input computed in the group and read again by the root (``_stash``)."""
+
+
+def plan_rows(source: Value, after: Sequence[Op], uses: dict[Value, int],
+              claimed: set[Value]) -> RowGroup | None:
+    """The longest row-fusion group that starts with the reduce defining ``source`` among
+    the ops ``after`` it (same rules as ``fused.plan_epilogue``: a prefix whose values but
+    the last are used only inside it), or None."""
+    op = source.owner
+    assert isinstance(op, Op)
+    if not ENABLED or not _trailing(op) or op.results[0] in claimed:
+        return None
+    shape = types.shape(op.operand_group("inputs")[0])
+    rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
+    kinds = {op.results[0]: _ROW}
+    outstanding = {op.results[0]: uses.get(op.results[0], 0)}
+    live = 1 if outstanding[op.results[0]] else 0
+    chain: list[Op] = []
+    best = 0
+    for o in after:
+        mine = [v for v in o.operands if v in kinds]
+        if not mine:
+            continue
+        kind = _joins(o, mine, kinds, (shape, rank), claimed)
+        if kind is None:
+            break
+        for v in mine:
+            outstanding[v] -= 1
+            live -= outstanding[v] == 0
+        result = o.results[0]
+        kinds[result] = kind
+        outstanding[result] = uses.get(result, 0)
+        live += outstanding[result] > 0
+        chain.append(o)
+        if live == 1 and outstanding[result] > 0:
+            best = len(chain)
+    if best == 0:
+        return None
+    ops = [op, *chain[:best]]
+    root, values = ops[-1].results[0], frozenset(o.results[0] for o in ops[:-1])
+    reduces = tuple(o for o in ops if o.name == "stablehlo.reduce")
+    inputs = [r.operand_group("inputs")[0] for r in reduces]
+    stash = next((x for x in inputs if x in values and uses.get(x, 0) > 1
+                  and types.elem(x) == types.elem(root) and types.shape(root) == shape), None)
+    return RowGroup(op.results[0], root, values, reduces, rank, stash)
+
+
+def _trailing(op: Op) -> bool:
+    """A one-result reduce over the trailing dimensions of rows longer than one element."""
+    if len(op.results) != 1 or is_quantized(op.results[0].type):
+        return False
+    shape = types.shape(op.operand_group("inputs")[0])
+    dims = sorted(int(d) for d in op.attr("dimensions"))  # type: ignore[union-attr]
+    rank = len(shape) - len(dims)
+    return (bool(dims) and dims == list(range(rank, len(shape)))
+            and prod(shape[rank:]) > 1 and prod(shape) > 0)
+
+
+def _joins(o: Op, mine: list[Value], kinds: dict[Value, str],
+           full: tuple[list[int], int], claimed: set[Value]) -> str | None:
+    """The kind of ``o``'s result when it joins the group (reads group values ``mine``)."""
+    shape, rank = full
+    if len(o.results) != 1 or o.results[0] in claimed or any(
+            is_quantized(v.type) for v in (*o.operands, *o.results)):
+        return None
+    out = types.shape(o.results[0])
+    kind = _FULL if out == shape else _ROW if _row_shape(out, shape, rank) else None
+    if kind is None:
+        return None
+    if o.name in ELEMENTWISE:
+        return kind if all(types.shape(v) == out for v in mine) else None
+    if o.name == "stablehlo.reduce":
+        ok = (_trailing(o) and types.shape(mine[0]) == shape
+              and mine == [o.operand_group("inputs")[0]])
+        return _ROW if ok else None
+    src = mine[0]
+    if o.name == "stablehlo.broadcast_in_dim":
+        dims = [int(d) for d in o.attr("broadcast_dimensions")]  # type: ignore[union-attr]
+        if kinds[src] == _FULL:
+            return kind if dims == list(range(len(out))) and out == shape else None
+        return kind if dims[:rank] == list(range(rank)) else None
+    if o.name == "stablehlo.reshape":
+        return kind if kinds[src] == kind and (kind == _ROW or out == types.shape(src)) \
+            else None
+    return None
+
+
+def _row_shape(out: list[int], shape: list[int], rank: int) -> bool:
+    """``out`` is the row shape padded with ones (no longer than ``shape``)."""
+    return (rank <= len(out) <= len(shape) and out[:rank] == shape[:rank]
+            and all(d == 1 for d in out[rank:]))
+
+
+def lower_rows(lw: FuncLowering, group: RowGroup) -> None:
+    """The group's kernel; binds its root."""
+    first = group.reduces[0]
+    shape = types.shape(first.operand_group("inputs")[0])
+    rows, length = prod(shape[:group.rank]), prod(shape[group.rank:])
+    out = lw.buffer_for(group.root)
+    name = f"rows_{group.root.owner.name.split('.')[-1]}"  # type: ignore[union-attr]
+    with lw.kernel(name) as (k, f):
+        if length >= COOP_MIN:
+            _cooperative(k, f, group, shape, out)
+            groups = rows
+        else:
+            per = max(1, CHUNK // length)
+            _per_row(k, f, group, (shape, per), out)
+            groups = -(-rows // per)
+    lw.launch_last(groups)
+    lw.bind(group.root, out)
+
+
+def _per_row(k: KernelBuilder, f: Fused, group: RowGroup, sizes: tuple[list[int], int],
+             out: int) -> None:
+    """Work-group g takes rows [g * per, + per); one work-item per row."""
+    shape, per = sizes
+    rank = group.rank
+    rows, length = prod(shape[:rank]), prod(shape[rank:])
+    lo = k.imul(k.emit("group_id", "g"), per)
+    hi = reduce_coop.clamp(k, k.iadd(lo, per), rows)
+    r = k.fresh("r")
+    with k.block(f"foreach {r} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
+        row = (shape, k.delinearize(r, shape[:rank]), r)
+        for red in group.reduces:
+            _write_stash(k, f, group, row, out, red)
+            f.bound[red.results[0]] = _fold_row(k, f, red, row[1], length)
+        _write_root(k, f, group, row, out)
+    _forget(f, group)
+
+
+def _fold_row(k: KernelBuilder, f: Fused, red: Op, ridx: list[IndexExpr],
+              length: int) -> str:
+    """The reduce's value for row ``ridx``: ``UNROLL`` accumulators over the row when it
+    splits evenly, combined in order, then folded into the init value."""
+    x = red.operand_group("inputs")[0]
+    t = types.elem(red.results[0])
+    tail = types.shape(x)[len(ridx):]
+
+    def at(i: IndexExpr) -> str:
+        return f.value(x, [*ridx, *k.delinearize(i, tail)])
+
+    unroll = UNROLL if length % UNROLL == 0 and length >= 2 * UNROLL else 1
+    inits = [at(j) for j in range(unroll)]
+    with k.loop(unroll, length, inits, [t] * unroll, step=unroll) as loop:
+        ys = []
+        for j in range(unroll):
+            with k.scope():
+                ys += _combine(f, red, [loop.carried[j], at(k.iadd(loop.var, j))])
+        loop.yields = ys
+    acc = loop.results[0]
+    for j in range(1, unroll):
+        with k.scope():
+            acc = _combine(f, red, [acc, loop.results[j]])[0]
+    with k.scope():
+        return _combine(f, red, [f.value(red.operand_group("init_values")[0], []), acc])[0]
+
+
+def _combine(f: Fused, red: Op, args: list[str]) -> list[str]:
+    """The reduce body on two scalars."""
+    block = red.regions[0].block
+    results = f.body(block, args)
+    for a in block.args:
+        f.bound.pop(a, None)
+    return results
+
+
+def _write_stash(k: KernelBuilder, f: Fused, group: RowGroup,
+                 row: tuple[list[int], list[IndexExpr], IndexExpr], out: int,
+                 red: Op, var: str | None = None) -> None:
+    """Before ``red`` folds the group's stash (a reduce input computed in the group that
+    the root reads again: softmax's ``exp(x - max)``), compute the stash's row into the
+    output (a loop without carried values, so it vectorizes) and read it from there from
+    now on."""
+    x = group.stash
+    if x is None or red.operand_group("inputs")[0] is not x:
+        return
+    shape, _, r = row
+    t, n, length = types.elem(x), prod(shape), prod(shape[group.rank:])
+    _row_pass(k, f, group, row, (x, out), var)
+
+    def load(idx: Sequence[IndexExpr]) -> str:
+        at = k.linear(list(idx)[group.rank:], shape[group.rank:])
+        return k.load(out, t, n, k.iadd(k.imul(r, length), at))
+
+    f.redirect[x] = load
+
+
+def _write_root(k: KernelBuilder, f: Fused, group: RowGroup,
+                row: tuple[list[int], list[IndexExpr], IndexExpr], out: int,
+                var: str | None = None) -> None:
+    """Store the row's root: every element of a full-shaped root, the one element of a
+    row-shaped root."""
+    shape, ridx, r = row
+    root_shape = types.shape(group.root)
+    if root_shape == shape:
+        _row_pass(k, f, group, row, (group.root, out), var)
+        return
+    value = f.value(group.root, [*ridx, *[0] * (len(root_shape) - group.rank)])
+    k.store(value, out, types.elem(group.root), prod(root_shape), r)
+
+
+def _row_pass(k: KernelBuilder, f: Fused, group: RowGroup,
+              row: tuple[list[int], list[IndexExpr], IndexExpr], what: tuple[Value, int],
+              var: str | None) -> None:
+    """out[row, i] = v[row, i] for every position i of the row: a ``foreach`` over the
+    work-group's work-items when ``var`` names its variable, else a loop."""
+    shape, ridx, r = row
+    v, out = what
+    rank = group.rank
+    length = prod(shape[rank:])
+    head = f"foreach {var} = {k.idx(0)}, {k.idx(length)} : index {{"
+    with k.loop(0, length, [], []) if var is None else k.block(head) as loop:
+        i = var if var is not None else loop.var  # type: ignore[union-attr]
+        idx = [*ridx, *k.delinearize(i, shape[rank:])]
+        k.store(f.value(v, idx), out, types.elem(v), prod(shape), k.iadd(k.imul(r, length), i))
+
+
+def _forget(f: Fused, group: RowGroup) -> None:
+    """Drop the group's bindings from ``f``."""
+    for red in group.reduces:
+        del f.bound[red.results[0]]
+    f.redirect.clear()
+
+
+def _cooperative(k: KernelBuilder, f: Fused, group: RowGroup, shape: list[int],
+                 out: int) -> None:
+    """Work-group g takes row g: each reduce folds the row cooperatively
+    (``reduce_coop.fold_into_local``); every work-item reads the row's value back."""
+    rank = group.rank
+    length = prod(shape[rank:])
+    k.attributes = f"work_group_size({reduce_coop.WG},1)"
+    r = k.emit("group_id", "g")
+    row = (shape, k.delinearize(r, shape[:rank]), r)
+    dims = list(range(rank, len(shape)))
+    for red in group.reduces:
+        _write_stash(k, f, group, row, out, red, k.fresh("l"))
+        scratch = reduce_coop.fold_into_local(k, f, red, dims, row[1], length)
+        total = reduce_coop.load_local(k, scratch[0], types.elem(red.results[0]), 0)
+        init = f.value(red.operand_group("init_values")[0], [])
+        f.bound[red.results[0]] = _combine(f, red, [init, total])[0]
+    if types.shape(group.root) == shape:
+        _write_root(k, f, group, row, out, k.fresh("l"))
+    else:
+        one = k.fresh("l")
+        with k.block(f"foreach {one} = {k.idx(0)}, {k.idx(1)} : index {{"):
+            _write_root(k, f, group, row, out)
+    _forget(f, group)
