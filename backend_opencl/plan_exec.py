@@ -133,49 +133,52 @@ class Executable:
         """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
         ``USE_HOST_PTR`` buffer is made once), else a device array; poisoned under
         ``POISON``."""
-        b, dtype = self.plan.buffer(bid), self._storage[bid]
         if not self._align:
-            return buffers.alloc(self.device, dtype, b.size, POISON)
+            return buffers.alloc(self.device, self._storage[bid], self.plan.buffer(bid).size,
+                                 POISON)
+        return buffers.HostArray(self.device, self._host_array(bid), writes=True)
+
+    def _host_array(self, bid: int) -> np.ndarray:
+        """A fresh flat host array for buffer ``bid``, aligned for in-place binding."""
+        b, dtype = self.plan.buffer(bid), self._storage[bid]
         host = memory.aligned_empty(max(b.size, 1) * dtype.itemsize, self._align)
         if POISON:
             host[...] = 0xFF
-        return buffers.HostArray(self.device, host.view(dtype), writes=True)
+        return host.view(dtype)
 
     def _result_host(self, run: _Run, bid: int) -> np.ndarray:
-        """A fresh aligned host array that is result buffer ``bid`` (bound in place)."""
-        b = self.plan.buffer(bid)
-        dtype = self._storage[bid]
-        host = memory.aligned_empty(max(b.size, 1) * dtype.itemsize, self._align).view(dtype)
-        if POISON:
-            host.view(np.uint8)[...] = 0xFF
+        """A fresh host array that is result buffer ``bid`` for this call (in place)."""
+        host = self._host_array(bid)
         run.borrow(bid, buffers.HostArray(self.device, host, writes=True))
         return host
 
     def _collect(self, run: _Run, hosts: list[np.ndarray | None]) -> tuple[np.ndarray, ...]:
-        """The results, after one wait: results in host memory are already there, the
-        others are read back without blocking first."""
-        queue = self.device.queue
-        out, last = [], None
-        later = []  # results in pooled host memory: copied out after the wait
-        for i, (bid, host) in enumerate(zip(self.plan.results, hosts, strict=True)):
-            b, arr = self.plan.buffer(bid), run.get(bid)
-            if host is None and isinstance(arr, buffers.HostArray):
-                later.append((i, arr.host))
-                host = arr.host
-            elif host is None:
-                host = np.empty(b.size, self._storage[bid])
+        """The results, after one wait: results bound in place are already in their
+        arrays, device results are read back without blocking first, and results in
+        pooled host memory are copied out after the wait."""
+        queue, last, flats = self.device.queue, None, []
+        for bid, host in zip(self.plan.results, hosts, strict=True):
+            arr = run.get(bid)
+            pooled = host is None and isinstance(arr, buffers.HostArray)
+            if host is None and not pooled:
+                host = np.empty(self.plan.buffer(bid).size, self._storage[bid])
                 last = buffers.read_async(queue, arr, host) or last
-            out.append(host)
+            flats.append((arr.host, True) if pooled else (host, False))
         launch.finish(queue, last)
         run.keep.clear()
-        for i, host in later:
-            out[i] = host[:self.plan.buffer(self.plan.results[i]).size].copy()
+        return tuple(self._result(bid, flat, copy, dtype) for bid, (flat, copy), dtype
+                     in zip(self.plan.results, flats, self.result_dtypes, strict=True))
+
+    def _result(self, bid: int, flat: np.ndarray, copy: bool, dtype: Any) -> np.ndarray:
+        """Result ``bid`` shaped and typed from its flat host array (a copy when the
+        array is pooled memory)."""
+        b = self.plan.buffer(bid)
+        out = flat[:b.size].reshape(b.shape)
+        if copy:
+            out = out.copy()
             if profile.enabled():
-                profile.PROFILE.moved(to_host=out[i].nbytes)
-        return tuple(host[:self.plan.buffer(bid).size].reshape(self.plan.buffer(bid).shape)
-                     .astype(dtype, copy=False)
-                     for host, bid, dtype in zip(out, self.plan.results, self.result_dtypes,
-                                                 strict=True))
+                profile.PROFILE.moved(to_host=out.nbytes)
+        return out.astype(dtype, copy=False)
 
     def _take_pool(self) -> Pool:
         with self._lock:  # a concurrent call starts with an empty pool of its own
