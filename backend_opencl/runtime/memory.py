@@ -64,13 +64,13 @@ def _probe(device: Any, align: int) -> bool:
         host[:] = (0.0, 41.0, 0.0, 0.0)
         buf = host_buffer(device.context, host, writes=True)
         kernel.set_arg(0, buf)
-        first = []
-        for value in (41.0, 99.0):
+        seen = []
+        for value in (41.0, 99.0):  # the kernel must see each host write, unmapped
             host[1] = value
             cl.enqueue_nd_range_kernel(device.queue, kernel, (1,), None)
             device.queue.finish()
-            first.append(float(host[0]))
-        return first == [42.0, 100.0]
+            seen.append(float(host[0]))
+        return seen == [42.0, 100.0]
     except cl.Error:
         return False
 
@@ -80,17 +80,6 @@ def aligned_empty(nbytes: int, align: int) -> np.ndarray:
     raw = np.empty(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + nbytes]
-
-
-def aligned_like(flat: np.ndarray, align: int, copy: bool = True) -> np.ndarray:
-    """``flat`` itself when aligned, else an aligned 1-D array (holding a copy of
-    ``flat``'s elements when ``copy``)."""
-    if flat.ctypes.data % align == 0:
-        return flat
-    out = aligned_empty(flat.nbytes, align).view(flat.dtype)
-    if copy:
-        out[...] = flat
-    return out
 
 
 def host_buffer(ctx: Any, host: np.ndarray, writes: bool) -> Any:

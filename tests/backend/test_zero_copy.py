@@ -65,6 +65,10 @@ def _aligned(x: np.ndarray, shift: int = 0) -> np.ndarray:
     return out
 
 
+def test_probe_finds_host_memory_shared(in_place) -> None:
+    assert memory._probe(get_device(None), in_place)  # what non-PoCL CPU drivers run
+
+
 def test_aligned_arrays_are_the_kernels_memory(in_place, h, rng) -> None:
     A = _aligned(h.rand(rng, (6, 5), "f32"))
     buf, back = memory.bind_in_place(get_device(None).context, A, A.size, True, in_place)
