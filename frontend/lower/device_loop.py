@@ -36,6 +36,8 @@ WORK_ITEMS = 1
 """The loop kernel's work-group size (its foreach phases are dealt to these work-items).
 One: on PoCL (CPU) more were slower, the phases being small, and PoCL 3.1 crashed on
 barriers under the ``if`` of a loop decided on the device."""
+ACCUMULATORS = 4
+"""Independent partial sums of a dot's contraction (the adds' latency overlaps)."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
 
 
@@ -215,17 +217,26 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
     r = op.result
     t = types.elem(r)
 
+    n = prod(cshape)
+    lanes = ACCUMULATORS if n % ACCUMULATORS == 0 and n >= 2 * ACCUMULATORS else 1
+
     def store(idx: list[IndexExpr]) -> None:
         batch, rest = idx[:len(lb)], idx[len(lb):]
-        with k.loop(0, prod(cshape), [k.const(0, t)], [t]) as loop:
-            cidx = k.delinearize(loop.var, cshape)
-            li = _place(len(ls), [(lb, batch), (lfree, rest[:len(lfree)]), (lc, cidx)])
-            ri = _place(len(rs), [(rb, batch), (rfree, rest[len(lfree):]), (rc, cidx)])
-            a = k.cast(f.value(lhs, li), types.elem(lhs), t)
-            b = k.cast(f.value(rhs, ri), types.elem(rhs), t)
-            loop.yields = [k.arith("add", loop.carried[0], k.arith("mul", a, b, t), t)]
-        k.store(loop.results[0], _buf(lw, r), t, types.size(r),
-                k.linear(idx, types.shape(r)))
+        zero = k.const(0, t)
+        with k.loop(0, n, [zero] * lanes, [t] * lanes, step=lanes) as loop:
+            for lane in range(lanes):
+                cidx = k.delinearize(k.iadd(loop.var, lane), cshape)
+                li = _place(len(ls), [(lb, batch), (lfree, rest[:len(lfree)]), (lc, cidx)])
+                ri = _place(len(rs), [(rb, batch), (rfree, rest[len(lfree):]), (rc, cidx)])
+                a = k.cast(f.value(lhs, li), types.elem(lhs), t)
+                b = k.cast(f.value(rhs, ri), types.elem(rhs), t)
+                loop.yields.append(k.arith("add", loop.carried[lane], k.arith("mul", a, b, t),
+                                           t))
+        total = loop.results
+        while len(total) > 1:  # pairwise: (a0 + a1) + (a2 + a3)
+            total = [k.arith("add", x, y, t) for x, y in zip(total[::2], total[1::2],
+                                                              strict=True)]
+        k.store(total[0], _buf(lw, r), t, types.size(r), k.linear(idx, types.shape(r)))
 
     _each(k, types.shape(r), store)
 

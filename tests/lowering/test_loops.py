@@ -305,3 +305,37 @@ def test_loop_with_a_large_value_stays_on_the_host() -> None:
     a = rand((5000,))
     i, x = run(text, a, np.int32(0), np.int32(0))
     np.testing.assert_allclose(x, 4 * a, rtol=1e-5)
+
+
+def test_batched_dot_and_reduce_in_a_loop(where: str) -> None:
+    text = module("(%m: tensor<2x3x3xf32>, %w: tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, "
+                  "tensor<2xf32>)", """
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %z = stablehlo.constant dense<0.0> : tensor<2xf32>
+  %0:3 = stablehlo.while(%i = %c0, %x = %m, %s = %z) : tensor<i32>, tensor<2x3x3xf32>,
+      tensor<2xf32>
+   cond {
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %d = stablehlo.dot_general %x, %w, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+        : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+    %t = stablehlo.tanh %d : tensor<2x3x3xf32>
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %r = stablehlo.reduce(%t init: %ninf) applies stablehlo.maximum across dimensions = [1, 2]
+        : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2xf32>
+    %s2 = stablehlo.add %s, %r : tensor<2xf32>
+    stablehlo.return %j, %t, %s2 : tensor<i32>, tensor<2x3x3xf32>, tensor<2xf32>
+  }
+  return %0#1, %0#2 : tensor<2x3x3xf32>, tensor<2xf32>""")
+    m, w = rand((2, 3, 3)), rand((2, 3, 3))
+    x, s = m.astype(np.float64), np.zeros(2)
+    for _ in range(3):
+        x = np.tanh(np.einsum("bij,bjk->bik", x, w.astype(np.float64)))
+        s += x.max(axis=(1, 2))
+    got_x, got_s = run(text, m, w)
+    np.testing.assert_allclose(got_x, x, atol=1e-5)
+    np.testing.assert_allclose(got_s, s, atol=1e-5)
