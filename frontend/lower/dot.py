@@ -63,13 +63,42 @@ def operand(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[
     """A buffer for a gemm operand whose canonical layout is ``batch + first + second``
     (dimension lists of ``v``) and whether the gemm reads it transposed: a buffer already
     laid out as ``batch + second + first`` (a transposed result, e.g. the keys of
-    attention) is used as it is, with the gemm's transposed variant."""
-    batch, first, second = order
-    buf = lw.buffer_of(v)
-    if FOLD_TRANSPOSES and buf is not None and types.elem(v) == dtype and first and second \
-            and batch + second + first == list(range(len(types.shape(v)))):
-        return buf, True
-    return canonical(lw, v, batch + first + second, dtype), False
+    attention) is used as it is, with the gemm's transposed variant.  Lazy transposes
+    and reshapes of a buffer are looked through (``x @ w.T`` reads ``w`` in place, a
+    flattened feature map is read as it is)."""
+    src, batch, first, second = _through_transposes(lw, v, order)
+    buf = _storage(lw, src)
+    if FOLD_TRANSPOSES and buf is not None and types.elem(src) == dtype:
+        natural = list(range(len(types.shape(src))))
+        if batch + first + second == natural:
+            return buf, False
+        if first and second and batch + second + first == natural:
+            return buf, True
+    return canonical(lw, v, order[0] + order[1] + order[2], dtype), False
+
+
+def _storage(lw: FuncLowering, v: Value) -> int | None:
+    """The buffer holding ``v``'s elements in row-major order: its own, or that of the
+    operand of the lazy reshapes that define it (a reshape keeps the row-major order)."""
+    while lw.buffer_of(v) is None and isinstance(v.owner, Op) \
+            and v.owner.name == "stablehlo.reshape" \
+            and types.elem(v.owner.operands[0]) == types.elem(v):
+        v = v.owner.operands[0]
+    return lw.buffer_of(v)
+
+
+def _through_transposes(lw: FuncLowering, v: Value, order: tuple[list[int], list[int],
+                                                                  list[int]]
+                        ) -> tuple[Value, list[int], list[int], list[int]]:
+    """``v`` or the operand of the lazy transposes that define it, and ``order``'s
+    dimension lists in its dimensions."""
+    batch, first, second = (list(o) for o in order)
+    while lw.buffer_of(v) is None and isinstance(v.owner, Op) \
+            and v.owner.name == "stablehlo.transpose":
+        perm = [int(d) for d in v.owner.attr("permutation")]  # type: ignore[union-attr]
+        batch, first, second = ([perm[d] for d in o] for o in (batch, first, second))
+        v = v.owner.operands[0]
+    return v, batch, first, second
 
 
 @kernel("stablehlo.dot_general")

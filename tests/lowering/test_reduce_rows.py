@@ -101,10 +101,10 @@ def np_layernorm(x: np.ndarray, g: np.ndarray, rms: bool = False) -> np.ndarray:
 
 
 SHAPES = [((37, 10), 1), ((3, 5, 40), 2), ((6, 333), 1), ((5, 1024), 1), ((3, 700), 1),
-          ((2, 3, 4, 64), 2), ((1, 2048), 1), ((300,), 0), ((2048,), 0)]
+          ((2, 3, 4, 64), 2), ((1, 2048), 1), ((300,), 0), ((2048,), 0), ((70, 600), 1)]
 """(shape, row rank): short rows (37 rows: the last work-group partly filled; two
-trailing dims), long rows (a work-group per row, 700 not a multiple of its size), whole
-vectors (rank 0: one row)."""
+trailing dims), few long rows (a work-group per row, 700 not a multiple of its size),
+whole vectors (rank 0: one row), many long rows (a work-item per row)."""
 
 
 @pytest.mark.parametrize("log", [False, True])
