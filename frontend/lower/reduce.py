@@ -12,7 +12,7 @@ from frontend.ir.core import Op
 from frontend.lower import types
 from frontend.lower.builder import CHUNK, IndexExpr, num_groups
 from frontend.lower.driver import FuncLowering
-from frontend.lower.reduce_coop import clamp, columns, cooperative, element_index
+from frontend.lower.reduce_coop import clamp, columns, cooperative, element_index, group
 from frontend.lower.reduce_rows import RowGroup, lower_rows, plan_rows
 from frontend.lower.registry import kernel
 
@@ -81,7 +81,7 @@ def _sequential(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> N
     length = prod(in_shape[d] for d in dims)
     per = max(1, CHUNK // max(length, 1))  # about CHUNK elements read per work-group
     with lw.kernel("reduce") as (k, f):
-        lo = k.imul(k.emit("group_id", "g"), per)
+        lo = k.imul(group(k, -(-n // per)), per)
         i = k.fresh("i")
         with k.block(f"foreach {i} = {k.idx(lo)}, {k.idx(clamp(k, k.iadd(lo, per), n))} "
                      ": index {"):

@@ -106,6 +106,12 @@ def _fold_slice(k: KernelBuilder, f: Fused, op: Op, dims: list[int], oidx: list[
     return scratch
 
 
+def group(k: KernelBuilder, groups: int) -> IndexExpr:
+    """The work-group's id modulo the launch's ``groups``: bounded, so the back end can
+    use 32-bit index arithmetic (a group launched beyond them repeats one's work)."""
+    return k.irem(k.emit("group_id", "g"), groups)
+
+
 def clamp(k: KernelBuilder, a: IndexExpr, b: int) -> IndexExpr:
     """min(a, b) on indices, folded."""
     if isinstance(a, int):

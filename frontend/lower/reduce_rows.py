@@ -40,7 +40,7 @@ COOP_ROWS = 64
 """...when there are fewer rows than this.  With more rows, one work-item per row keeps
 every work-item busy without barriers (on PoCL: softmax over 256 x 1024 takes 476 us
 that way against 1308 us cooperatively, layernorm 230 against 324)."""
-UNROLL = 4
+UNROLL = 8
 """Independent accumulators per row in the one-work-item-per-row kernel."""
 
 _FULL, _ROW = "full", "row"
@@ -173,7 +173,7 @@ def _per_row(k: KernelBuilder, f: Fused, group: RowGroup, sizes: tuple[list[int]
     shape, per = sizes
     rank = group.rank
     rows, length = prod(shape[:rank]), prod(shape[rank:])
-    lo = k.imul(k.emit("group_id", "g"), per)
+    lo = k.imul(reduce_coop.group(k, -(-rows // per)), per)
     hi = reduce_coop.clamp(k, k.iadd(lo, per), rows)
     r = k.fresh("r")
     with k.block(f"foreach {r} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
@@ -286,7 +286,7 @@ def _cooperative(k: KernelBuilder, f: Fused, group: RowGroup, shape: list[int],
     rank = group.rank
     length = prod(shape[rank:])
     k.attributes = f"work_group_size({reduce_coop.WG},1)"
-    r = k.emit("group_id", "g")
+    r = reduce_coop.group(k, prod(shape[:rank]))
     row = (shape, k.delinearize(r, shape[:rank]), r)
     dims = list(range(rank, len(shape)))
     for red in group.reduces:

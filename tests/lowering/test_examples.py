@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import backend_opencl
+from tests.lowering.test_fusion import kernels
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODELS = ["mlp", "transformer_block", "cnn"]
@@ -25,3 +26,12 @@ def test_model_matches_jax(name: str) -> None:
     assert got.dtype == want.dtype and got.shape == want.shape
     scale = max(1.0, float(np.max(np.abs(want))))
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * scale)
+
+
+@pytest.mark.parametrize(("name", "count"), [("mlp", 4), ("transformer_block", 11),
+                                             ("cnn", 7)])
+def test_model_kernel_count(name: str, count: int) -> None:
+    """Fusion pins: gemm epilogues, row-fused softmax/layernorm, transposed and
+    flattened gemm operands without copies (mlp was 7 kernels, the transformer block 17,
+    the cnn 8 before row fusion and transposed operands)."""
+    assert len(kernels((EXAMPLES / f"{name}.mlir").read_text())) == count
