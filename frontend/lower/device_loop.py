@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from math import prod
 
 from frontend.ir.core import Block, Op, Value
+from frontend.ir.quant import is_quantized
 from frontend.lower import scatter_gather, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.driver import FuncLowering
@@ -38,6 +39,8 @@ One: on PoCL (CPU) more were slower, the phases being small, and PoCL 3.1 crashe
 barriers under the ``if`` of a loop decided on the device."""
 ACCUMULATORS = 4
 """Independent partial sums of a dot's contraction (the adds' latency overlaps)."""
+SCRATCH = True
+"""Compute a dot operand that is not in a buffer into a scratch buffer first."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
 
 
@@ -162,7 +165,20 @@ def _compute(lw: FuncLowering, f: Fused, block: Block) -> None:
         if o.name == "stablehlo.reduce":
             _reduce(lw, f, o)
         elif o.name == "stablehlo.dot_general":
+            for v in o.operands:
+                if SCRATCH and lw.buffer_of(v) is None and isinstance(v.owner, Op) \
+                        and v.owner in block.ops:
+                    _scratch(lw, f, v)
             _dot(lw, f, o)
+
+
+def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
+    """Compute ``v`` into a scratch buffer that later reads of it load from (a dot reads
+    each operand element once per element of the other side)."""
+    buf, shape = lw.buffer_for(v), types.shape(v)
+    _each(f.k, shape, lambda idx: f.k.store(f.value(v, idx), buf, types.elem(v),
+                                            types.size(v), f.k.linear(idx, shape)))
+    lw.bind(v, buf)
 
 
 def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
@@ -263,6 +279,8 @@ def _buf(lw: FuncLowering, v: Value) -> int:
 def _fits(block: Block) -> bool:
     """Every op of ``block`` can run inside the loop kernel, every value is small."""
     for o in block.ops[:-1]:
+        if any(is_quantized(v.type) for v in (*o.operands, *o.results)):
+            return False
         if o.name in _COMPUTED:
             if o.name == "stablehlo.reduce" and not _scalar_region(o.regions[0].block):
                 return False
