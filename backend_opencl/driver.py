@@ -39,6 +39,14 @@ def _as_program(program: Any, filename: str = "<string>") -> Program:
                    f"{type(program).__name__}")
 
 
+def target_from_device(device: Any) -> Target:
+    """The code-generation target for ``device`` (the code generator is imported only
+    when something is compiled; tests replace this function)."""
+    from backend_opencl.emit.target import target_from_device as derive
+
+    return derive(device)
+
+
 def _device(device: Any) -> Any:
     from backend_opencl.runtime import Device, get_device
 
@@ -75,7 +83,6 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     to run GPU-style tiling on a CPU device).  ``check_bounds`` guards every access isl
     cannot prove in bounds; a violation raises ``BoundsError`` after the launch.
     """
-    from backend_opencl.emit.target import target_from_device
     from backend_opencl.module import Module
     from backend_opencl.tune import cached_target
 
@@ -112,7 +119,6 @@ def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
 def _target_or_default(device: Any) -> Target:
     """The device's target, or the default CPU target when no OpenCL device is available."""
     from backend_opencl.emit import DEFAULT_TARGET
-    from backend_opencl.emit.target import target_from_device
     from backend_opencl.runtime import DeviceError
 
     try:
