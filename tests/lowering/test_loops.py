@@ -339,3 +339,32 @@ def test_batched_dot_and_reduce_in_a_loop(where: str) -> None:
     got_x, got_s = run(text, m, w)
     np.testing.assert_allclose(got_x, x, atol=1e-5)
     np.testing.assert_allclose(got_s, s, atol=1e-5)
+
+
+def test_small_dot_in_a_loop(where: str) -> None:
+    text = module("(%v: tensor<16xf32>) -> tensor<f32>", """
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0:3 = stablehlo.while(%i = %c0, %x = %v, %s = %z) : tensor<i32>, tensor<16xf32>,
+      tensor<f32>
+   cond {
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %d = stablehlo.dot_general %x, %x, contracting_dims = [0] x [0]
+        : (tensor<16xf32>, tensor<16xf32>) -> tensor<f32>
+    %s2 = stablehlo.add %s, %d : tensor<f32>
+    %x2 = stablehlo.sine %x : tensor<16xf32>
+    stablehlo.return %j, %x2, %s2 : tensor<i32>, tensor<16xf32>, tensor<f32>
+  }
+  return %0#2 : tensor<f32>""")
+    v = rand((16,))
+    x, s = v.astype(np.float64), 0.0
+    for _ in range(3):
+        s += x @ x
+        x = np.sin(x)
+    (got,) = run(text, v)
+    np.testing.assert_allclose(got, s, rtol=1e-5)
