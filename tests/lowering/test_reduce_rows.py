@@ -212,3 +212,43 @@ def test_plain_row_reduce_spreads_rows_over_work_groups(shape: tuple[int, ...], 
     fn = {"add": np.sum, "maximum": np.max, "minimum": np.min}[body]
     want = fn(x.astype(np.float64), axis=tuple(range(rank, len(shape))))
     np.testing.assert_allclose(run(text, x)[0], want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_consumer_operand_computed_by_a_later_kernel() -> None:
+    """The group is lowered at its root, after the dot that its divide also reads."""
+    t, r = _ty((8, 40)), _ty((8,))
+    body = _reduce("s", "%x", "add", "0.0", (t, r, "[1]"))
+    body += _back("sb", "%s", 1, (t, r, _ty((8, 1))))
+    body += (f"  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : "
+             f"({t}, tensor<40x40xf32>) -> {t}\n")
+    body += f"  %o = stablehlo.divide %d, %sb : {t}\n"
+    text = module(f"(%x: {t}, %w: tensor<40x40xf32>) -> {t}", body + f"  return %o : {t}")
+    assert len(kernels(text)) == 2
+    x, w = rand((8, 40)) + 3, rand((40, 40))
+    np.testing.assert_allclose(run(text, x, w)[0], (x @ w) / x.sum(1, keepdims=True),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_inside_a_loop_body() -> None:
+    t = _ty((6, 20))
+    inner = softmax((6, 20), 1).split("{\n", 1)[1].rsplit("return", 1)[0]
+    inner = inner.replace("%x", "%h")
+    text = module(f"(%x: {t}) -> {t}", f"""
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c0, %h = %x) : tensor<i32>, {t}
+   cond {{
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+{inner}
+    stablehlo.return %j, %o : tensor<i32>, {t}
+  }}
+  return %0#1 : {t}""")
+    x = rand((6, 20)) * 3
+    want = x.astype(np.float64)
+    for _ in range(3):
+        want = np_softmax(want, 1)
+    np.testing.assert_allclose(run(text, x)[0], want, rtol=2e-6, atol=2e-6)
