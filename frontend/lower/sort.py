@@ -364,9 +364,15 @@ def _imax(k: KernelBuilder, a: IndexExpr, b: IndexExpr) -> IndexExpr:
 
 @kernel("chlo.top_k")
 def top_k(lw: FuncLowering, op: Op) -> None:
-    """Sort (descending, total order, stable) the rows with their indices, then keep the
-    first k of each row."""
+    """Small k: stream every row once (:mod:`frontend.lower.top_k`); else sort
+    (descending, total order, stable) the rows with their indices, then keep the first k
+    of each row."""
+    from frontend.lower import top_k as streamed
+
     operand = op.operand("operand")
+    if int(op.attr("k")) <= streamed.MAX_K:  # type: ignore[arg-type]
+        streamed.streamed_top_k(lw, op, _operand(operand))
+        return
     shape = types.shape(operand)
     t, it = types.elem(operand), types.elem(op.results[1])
     rows = Rows(shape, len(shape) - 1)
@@ -383,13 +389,9 @@ def top_k(lw: FuncLowering, op: Op) -> None:
 
 
 def _greater(f: Fused, a: str, b: str, t: str) -> str:
-    from frontend.lower.elementwise import _INT_OF, total_order_key
+    from frontend.lower.top_k import key_type, order_key
 
-    if t in _INT_OF:
-        a, b, t = total_order_key(f, a, t), total_order_key(f, b, t), _INT_OF[t]
-    if t == "i1":
-        a, b, t = f.k.cast(a, "i1", "i8"), f.k.cast(b, "i1", "i8"), "i8"
-    return f.k.cmp("gt", a, b, t)
+    return f.k.cmp("gt", order_key(f, a, t), order_key(f, b, t), key_type(t))
 
 
 def _take_front(lw: FuncLowering, src: int, out: int, shape: tuple[int, ...],

@@ -1,0 +1,145 @@
+"""chlo.top_k with a small k: every row streamed once through a sorted k-element buffer.
+
+One work-item per row (rows dealt to work-groups as in :mod:`frontend.lower.sort`) reads
+the row in order, keeping the k greatest elements seen so far (their order keys and
+indices, descending) in loop-carried scalars.  An element enters only when it is
+strictly greater than the buffer's last (or the buffer is not full yet), so among equal
+keys the lower index stays first, as in the stable descending sort the op is defined
+by; the entry is an insertion network of selects.  With random data an insertion is
+rare (about ``k ln(n / k)`` per row), so a row costs about one load and one compare per
+element.  The values are read again at the k winning indices at the end (producers
+fuse), so the buffer holds only integer keys.
+
+The order is :func:`order_key`'s, the one :func:`frontend.lower.sort._greater` uses
+(IEEE total order for floats: NaNs above infinity, -0.0 below 0.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from frontend.ir.core import Op
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.sort import Rows, _groups, _items
+
+MAX_K = 32
+"""Largest k streamed; larger ones sort the rows (:func:`frontend.lower.sort.top_k`)."""
+
+Source = Callable[[Fused, list[IndexExpr]], str]
+
+
+def key_type(t: str) -> str:
+    """The type of :func:`order_key`'s keys for elements of type ``t``."""
+    from frontend.lower.elementwise import _INT_OF
+
+    return _INT_OF.get(t, "i8" if t == "i1" else t)
+
+
+def order_key(f: Fused, x: str, t: str) -> str:
+    """``x`` as a key ordered by ``cmp.gt`` on :func:`key_type`: floats by their IEEE
+    total order, i1 as i8, other integers as they are."""
+    from frontend.lower.elementwise import _INT_OF, total_order_key
+
+    if t in _INT_OF:
+        return total_order_key(f, x, t)
+    return f.k.cast(x, t, key_type(t))
+
+
+def streamed_top_k(lw: FuncLowering, op: Op, source: Source) -> None:
+    """Lower ``op`` (k <= :data:`MAX_K`) by streaming every row once."""
+    operand = op.operand("operand")
+    shape = types.shape(operand)
+    rows = Rows(shape, len(shape) - 1)
+    kk = int(op.attr("k"))  # type: ignore[arg-type]
+    outs = [lw.buffer_for(r) for r in op.results]
+    if rows.count and kk:
+        with lw.kernel("top_k") as (k, f):
+            with _items(k, rows.count) as row:
+                first = rows.start(k, row)
+                winners = _stream(f, rows, kk, first, source, types.elem(operand))
+                _store(f, op, outs, (row, first), winners, source)
+        lw.launch_last(_groups(rows.count))
+    for res, out in zip(op.results, outs, strict=True):
+        lw.bind(res, out)
+
+
+def _stream(f: Fused, rows: Rows, kk: int, first: list[IndexExpr], source: Source,
+            t: str) -> list[str]:
+    """The indices (in the row, descending by key, ties by index) of the row's ``kk``
+    greatest elements."""
+    k = f.k
+    kt = key_type(t)
+    zero_key, zero = k.const(0, kt), k.idx(0)
+    types_ = [kt] * kk + ["index"] * kk
+    with k.loop(0, rows.n, [zero_key] * kk + [zero] * kk, types_) as loop:
+        keys, idxs = loop.carried[:kk], loop.carried[kk:]
+        key = order_key(f, source(f, _at(rows, first, loop.var)), t)
+        filling = k.cmp("lt", loop.var, k.idx(kk), "index")
+        enters = k.arith("or", filling, k.cmp("gt", key, keys[-1], kt), "i1")
+        loop.yields = _if(k, enters, types_,
+                          lambda: _insert(k, (key, loop.var), keys, idxs, kt),
+                          loop.carried)
+    return loop.results[kk:]
+
+
+def _insert(k: KernelBuilder, new: tuple[str, str], keys: list[str], idxs: list[str],
+            kt: str) -> list[str]:
+    """The buffer with ``new = (key, index)`` inserted before the first entry it is
+    greater than (or the first empty slot, p >= index), the last entry dropped."""
+    key, at = new
+    above = []  # above[p]: the new entry goes at p or before
+    for p, old in enumerate(keys):
+        empty = k.cmp("le", at, k.idx(p), "index")
+        above.append(k.arith("or", empty, k.cmp("gt", key, old, kt), "i1"))
+    out_keys, out_idxs = [], []
+    for p in range(len(keys)):
+        if p == 0:
+            out_keys.append(k.select(above[0], key, keys[0], kt))
+            out_idxs.append(k.select(above[0], at, idxs[0], "index"))
+            continue
+        shifted_key = k.select(above[p - 1], keys[p - 1], key, kt)
+        shifted_idx = k.select(above[p - 1], idxs[p - 1], at, "index")
+        out_keys.append(k.select(above[p], shifted_key, keys[p], kt))
+        out_idxs.append(k.select(above[p], shifted_idx, idxs[p], "index"))
+    return out_keys + out_idxs
+
+
+def _if(k: KernelBuilder, cond: str, ts: list[str], then: Callable[[], list[str]],
+        otherwise: list[str]) -> list[str]:
+    """``cond ? then() : otherwise`` on several values, only the taken side evaluated."""
+    names = [k.fresh("s") for _ in ts]
+    sig = ", ".join(ts)
+    with k.block(f"{', '.join(names)} = if {cond} -> ({sig}) {{", ""):
+        k.line(f"yield {', '.join(then())} : {sig}")
+    with k.block("} else {"):
+        k.line(f"yield {', '.join(otherwise)} : {sig}")
+    return names
+
+
+def _store(f: Fused, op: Op, outs: list[int], row: tuple[str, list[IndexExpr]],
+           winners: list[str], source: Source) -> None:
+    """Write the values at the winning indices and the indices of row ``row``."""
+    k = f.k
+    r, first = row
+    kk = len(winners)
+    vt, it = types.elem(op.results[0]), types.elem(op.results[1])
+    size = types.size(op.results[0])
+    for p, j in enumerate(winners):
+        at = k.iadd(k.imul(r, kk), p)
+        k.store(source(f, _at(rows_of(op), first, j)), outs[0], vt, size, at)
+        k.store(k.cast(j, "index", it), outs[1], it, size, at)
+
+
+def rows_of(op: Op) -> Rows:
+    """The rows of top_k's operand (along its last dimension)."""
+    shape = types.shape(op.operand("operand"))
+    return Rows(shape, len(shape) - 1)
+
+
+def _at(rows: Rows, first: list[IndexExpr], j: IndexExpr) -> list[IndexExpr]:
+    idx = list(first)
+    idx[rows.dim] = j
+    return idx
