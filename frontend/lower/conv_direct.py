@@ -1,92 +1,182 @@
-"""stablehlo.convolution as a direct loop per output element, for tiny contractions.
+"""stablehlo.convolution as a direct, unrolled sum per output element, for short contractions.
 
-Each work-item computes one output element: a sequential loop over the input features of
-its group and the kernel window, reading the (virtually) padded and lhs-dilated input.
-f16/bf16 accumulate in f32.  :mod:`frontend.lower.conv` uses it when the contraction is
-too short for a gemm to pay; its separate multiply and add also round like XLA's CPU
-convolution (the gemm helpers let the OpenCL compiler contract ``a*b + c`` into fma).
+The kernel walks the result's own row-major index space (:meth:`KernelBuilder.elements_nd`)
+with its feature dimension split into (group, feature in group), so the innermost loop runs
+along the result's contiguous dimension: along the features for NHWC (depthwise: input,
+weights and result all contiguous there, so the loop vectorises), along the width for NCHW.
+No index is divided.  Each element is the fully unrolled sum over the input features of
+its group and the kernel window.  A tap that may fall into the padding (or between
+lhs-dilated elements) reads the input at a clamped, in-bounds index and adds
+``select(inside, x * w, 0)``; its condition depends only on the output's spatial indices,
+so it is invariant along the features, and taps that are inside for every output position
+(VALID windows, the interior rows of a padded one are not known statically) have no
+condition at all.  f16/bf16 accumulate in f32.  Elementwise consumers of the result (bias,
+activation) run in the same kernel on the element (:meth:`FuncLowering.epilogue`).
+
+:mod:`frontend.lower.conv` uses it when the contraction is short; its separate multiply and
+add also round like XLA's CPU convolution (the gemm helpers let the OpenCL compiler
+contract ``a*b + c`` into fma).
 """
 
 from __future__ import annotations
 
-from math import prod
+import itertools
+from dataclasses import dataclass
 
 from frontend.ir.core import Op
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
 from frontend.lower.reduce import _ints, _padding
 
 _WIDE = {"f16": "f32", "bf16": "f32"}
+SPLIT = 16
+"""With at least this many output features per group, the kernel walks (group, feature in
+group) as two modes (the inner one long enough for the loop vectoriser), else the output
+features as one mode (the group is a division by a constant)."""
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The window attributes of a convolution, per spatial dimension."""
+
+    strides: list[int]
+    ldil: list[int]
+    rdil: list[int]
+    reverse: list[bool]
+    pad: list[tuple[int, int]]
+
+
+def _window(op: Op, nsp: int) -> _Window:
+    return _Window(_ints(op, "window_strides", nsp, 1), _ints(op, "lhs_dilation", nsp, 1),
+                   _ints(op, "rhs_dilation", nsp, 1),
+                   list(op.attr("window_reversal") or [False] * nsp),  # type: ignore
+                   _padding(op, nsp))
 
 
 def direct_convolution(lw: FuncLowering, op: Op) -> None:
     """out[b, o, x...] = sum over i, k... of lhs[b, g*I + i, x*s + k*d - pad] rhs[k..., i, o]
     (with batch groups: lhs[g * B' + b, i, ...])."""
-    t = types.elem(op.result)
-    dn = op.attrs["dimension_numbers"]
-    out_shape = types.shape(op.result)
-    n = prod(out_shape)
-    out = lw.buffer_for(op.result)
-    with lw.kernel("conv") as (k, f):
-        with k.elements(n) as i:
-            oidx = k.delinearize(i, out_shape)
-            acc = _conv_sum(k, f, op, dn, oidx)
-            k.store(k.cast(acc, _WIDE.get(t, t), t), out, t, n, i)
-    lw.launch_last(num_groups(n))
-    lw.bind(op.result, out)
+    n = types.size(op.result)
+    if n == 0:
+        lw.bind(op.result, lw.buffer_for(op.result))
+        return
+    if lw.defer_to_epilogue(op):
+        return
+    epilogue = lw.epilogue(op.result)
+    root = epilogue.root if epilogue is not None else op.result
+    t, rt = types.elem(op.result), types.elem(root)
+    out = lw.buffer_for(root)
+    shape = types.shape(op.result)
+    name = "conv" if epilogue is None else f"conv_{root.owner.name.split('.')[-1]}"  # type: ignore
+    fd = op.attrs["dimension_numbers"].out.index("f")  # type: ignore[attr-defined]
+    groups = _groups(op)
+    per = shape[fd] // groups
+    split = groups > 1 and per >= SPLIT
+    space = [*shape[:fd], groups, per, *shape[fd + 1:]] if split else shape
+    with lw.kernel(name) as (k, f):
+        with k.elements_nd(space) as idx:
+            oidx = idx
+            if split:
+                oidx = [*idx[:fd], k.linear(idx[fd:fd + 2], [groups, per]), *idx[fd + 2:]]
+            g = idx[fd] if split else k.idiv(oidx[fd], per)
+            value = k.cast(_conv_sum(k, f, op, oidx, g), _WIDE.get(t, t), t)
+            if epilogue is not None:
+                f.bound[op.result] = value
+                value = f.value(root, oidx)
+                del f.bound[op.result]
+            k.store(value, out, rt, n, k.linear(oidx, shape))
+    lw.launch_last(groups_nd(space))
+    lw.bind(root, out)
 
 
-def _conv_sum(k: KernelBuilder, f: object, op: Op, dn: object, oidx: list[IndexExpr]) -> str:
+def _groups(op: Op) -> int:
+    """The number of groups: feature or batch (at most one of them exceeds 1)."""
+    return (int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
+            * int(op.attr("batch_group_count", 1)))  # type: ignore[arg-type]
+
+
+def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
+              g: IndexExpr) -> str:
+    """The unrolled sum for the output element ``oidx`` of group ``g`` (input features
+    outermost, then the window in row-major order)."""
     lhs, rhs = op.operand("lhs"), op.operand("rhs")
+    dn = op.attrs["dimension_numbers"]
     ls, rs = types.shape(lhs), types.shape(rhs)
-    t = types.elem(op.result)
-    acc_t = _WIDE.get(t, t)
+    acc_t = _WIDE.get(types.elem(op.result), types.elem(op.result))
     lsp, rsp, osp = dn.spatial(dn.lhs), dn.spatial(dn.rhs), dn.spatial(dn.out)  # type: ignore
-    nsp = len(lsp)
-    strides = _ints(op, "window_strides", nsp, 1)
-    ldil, rdil = _ints(op, "lhs_dilation", nsp, 1), _ints(op, "rhs_dilation", nsp, 1)
-    reverse = op.attr("window_reversal") or [False] * nsp
-    pad = _padding(op, nsp)
-    groups = int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
+    win = _window(op, len(lsp))
     batch_groups = int(op.attr("batch_group_count", 1))  # type: ignore[arg-type]
     n_in = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
-    n_out = rs[dn.rhs.index("o")]  # type: ignore[attr-defined]
-    o = oidx[dn.out.index("f")]  # type: ignore[attr-defined]
-    g = k.idiv(o, n_out // groups) if groups > 1 else 0
     window = [rs[d] for d in rsp]
-    zero = k.const(0.0 if acc_t[0] in "fb" else (0j if acc_t[0] == "c" else 0), acc_t)
-    with k.loop(0, n_in * prod(window), [zero], [acc_t]) as loop:
-        parts = k.delinearize(loop.var, [n_in, *window])
-        fi, kw = parts[0], parts[1:]
-        lidx: list[IndexExpr] = [0] * len(ls)
-        ridx: list[IndexExpr] = [0] * len(rs)
-        bg = k.idiv(o, n_out // batch_groups) if batch_groups > 1 else 0
-        lidx[dn.lhs.index("b")] = k.iadd(k.imul(bg, ls[dn.lhs.index("b")] // batch_groups),  # type: ignore
-                                         oidx[dn.out.index("b")])  # type: ignore[attr-defined]
-        lidx[dn.lhs.index("f")] = k.iadd(k.imul(g, n_in), fi)  # type: ignore[attr-defined]
-        ridx[dn.rhs.index("i")], ridx[dn.rhs.index("o")] = fi, o  # type: ignore[attr-defined]
-        ok = k.const(True, "i1")
-        for s in range(nsp):
-            kk = k.isub(window[s] - 1, kw[s]) if reverse[s] else kw[s]
-            ridx[rsp[s]] = kw[s]
-            p = k.idx(k.isub(k.iadd(k.imul(oidx[osp[s]], strides[s]), k.imul(kk, rdil[s])),
-                             pad[s][0]))
-            q = k.arith("div", p, k.idx(ldil[s]), "index") if ldil[s] > 1 else p
-            conds = [k.cmp("ge", p, k.idx(0), "index"), k.cmp("lt", q, k.idx(ls[lsp[s]]),
-                                                               "index")]
-            if ldil[s] > 1:
-                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(ldil[s]), "index"), k.idx(0),
-                                   "index"))
-            for c in conds:
-                ok = k.arith("and", ok, c, "i1")
-            lidx[lsp[s]] = k.select(conds[0], q, k.idx(0), "index")
-        acc = loop.carried[0]
+    out_shape = types.shape(op.result)
+    taps = [[_tap(k, win, s, w, window[s], oidx[osp[s]], (ls[lsp[s]], out_shape[osp[s]]))
+             for w in range(window[s])] for s in range(len(lsp))]
+    lidx: list[IndexExpr] = [0] * len(ls)
+    ridx: list[IndexExpr] = [0] * len(rs)
+    ob = oidx[dn.out.index("b")]  # type: ignore[attr-defined]
+    lidx[dn.lhs.index("b")] = (k.iadd(k.imul(g, ls[dn.lhs.index("b")] // batch_groups), ob)  # type: ignore
+                               if batch_groups > 1 else ob)
+    ridx[dn.rhs.index("o")] = oidx[dn.out.index("f")]  # type: ignore[attr-defined]
+    acc = k.const(0.0 if acc_t[0] in "fb" else (0j if acc_t[0] == "c" else 0), acc_t)
+    zero = acc
+    for fi in range(n_in):
+        lidx[dn.lhs.index("f")] = fi if batch_groups > 1 else k.iadd(k.imul(g, n_in), fi)  # type: ignore
+        ridx[dn.rhs.index("i")] = fi  # type: ignore[attr-defined]
+        for kw in itertools.product(*(range(n) for n in window)):
+            conds: list[str | bool] = []
+            for s, w in enumerate(kw):
+                ridx[rsp[s]] = w
+                lidx[lsp[s]], ok = taps[s][w]
+                conds.append(ok)
+            if False in conds:
+                continue
+            conds = [c for c in conds if c is not True]
+            x = k.cast(f.value(lhs, lidx), types.elem(lhs), acc_t)
+            y = k.cast(f.value(rhs, ridx), types.elem(rhs), acc_t)
+            term = k.arith("mul", x, y, acc_t)
+            if conds:
+                term = k.select(_all(k, conds), term, zero, acc_t)  # type: ignore[arg-type]
+            acc = k.arith("add", acc, term, acc_t)
+    return acc
 
-        def term() -> str:
-            x = k.cast(f.value(lhs, lidx), types.elem(lhs), acc_t)  # type: ignore
-            w = k.cast(f.value(rhs, ridx), types.elem(rhs), acc_t)  # type: ignore
-            return k.arith("add", acc, k.arith("mul", x, w, acc_t), acc_t)
 
-        loop.yields = [k.branch(ok, acc_t, term, lambda: acc)]
-    return loop.results[0]
+def _all(k: KernelBuilder, conds: list[str]) -> str:
+    """The conjunction of ``conds`` (computed once per scope)."""
+    key = ("conv_all", tuple(conds))
+    known = k.lookup(key)
+    if known is not None:
+        return known
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = k.arith("and", ok, c, "i1")
+    return k.remember(key, ok)
+
+
+def _tap(k: KernelBuilder, win: _Window, s: int, w: int, window: int, x: IndexExpr,
+         sizes: tuple[int, int]) -> tuple[IndexExpr, str | bool]:
+    """The input index that kernel tap ``w`` of spatial dimension ``s`` reads at output
+    position ``x``, clamped into the input, and whether it is a real element: True (for
+    every output position), False (for none) or an i1 value."""
+    size, out_size = sizes
+    tap = window - 1 - w if win.reverse[s] else w
+    p = k.isub(k.iadd(k.imul(x, win.strides[s]), tap * win.rdil[s]), win.pad[s][0])
+    d = win.ldil[s]
+    lo = tap * win.rdil[s] - win.pad[s][0]
+    hi = lo + (out_size - 1) * win.strides[s]
+    if isinstance(p, int):
+        lo = hi = p
+    if size == 0 or hi < 0 or lo > (size - 1) * d or (d > 1 and lo == hi and lo % d):
+        return 0, False
+    conds = []
+    if lo < 0:
+        conds.append(k.cmp("ge", k.idx(p), k.idx(0), "index"))
+        p = k.select(conds[-1], k.idx(p), k.idx(0), "index")
+    q = k.idiv(p, d)
+    if d > 1 and lo != hi:
+        conds.append(k.cmp("eq", k.idx(k.irem(p, d)), k.idx(0), "index"))
+    if hi // d >= size:
+        conds.append(k.cmp("lt", k.idx(q), k.idx(size), "index"))
+        q = k.select(conds[-1], k.idx(q), k.idx(size - 1), "index")
+    return q, (_all(k, conds) if conds else True)
