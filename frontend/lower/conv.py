@@ -1,21 +1,22 @@
-"""stablehlo.convolution as gemm: an explicit im2col buffer, then one batched gemm.
+"""stablehlo.convolution as gemm: im2col patches times the weights.
 
 With ``G`` groups (``feature_group_count`` or ``batch_group_count``; at most one of them
 exceeds 1, as the spec requires), ``M`` = output batch x output positions, ``K`` = input
 features per group x kernel window and ``Og`` output features per group:
 
 * ``patches[G, M, K]``: the (virtually padded, lhs-dilated, window-reversed) input
-  windows, zeros outside (one fused kernel; producers of ``lhs`` fuse into it);
+  windows, zeros outside (producers of ``lhs`` fuse into the packing);
 * ``weights[G, K, Og]``: ``rhs`` rearranged (``rhs`` itself when it is HWIO: ``K`` runs
   over the window, then the input features);
-* ``out = patches @ weights`` by :func:`frontend.lower.dot.gemm_kernel` (work-groups =
-  group x tile of result rows, a ``gemm`` collective each), written straight into the
-  result when it is ``[b, 0, 1, ..., f]`` with one group (elementwise consumers of the
-  result and the f16/bf16 conversion then run in the gemm's kernel, on its tile: see
-  :func:`frontend.lower.dot.gemm_output`), else scattered by one more kernel.  f16/bf16
-  accumulate in f32.
+* ``out = patches @ weights``.  With one group and a ``[b, 0, 1, ..., f]`` result this is
+  one kernel (:func:`frontend.lower.conv_gemm.implicit_gemm`: each work-group packs its
+  tile of patches into local memory, runs the gemm into the result and then the result's
+  elementwise consumers, see :func:`frontend.lower.dot.gemm_output`).  Otherwise the
+  patches go to a buffer (one fused kernel), :func:`frontend.lower.dot.gemm_kernel`
+  multiplies (work-groups = group x tile of result rows) and one more kernel scatters
+  the result.  f16/bf16 accumulate in f32.
 
-Contractions shorter than ``DIRECT_K`` use the direct loop of :mod:`conv_direct`.
+Contractions shorter than ``DIRECT_K`` use the direct kernel of :mod:`conv_direct`.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from math import prod
 from frontend.ir.core import Op
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
-from frontend.lower.conv_direct import direct_convolution
+from frontend.lower.conv_direct import all_of, direct_convolution, tap_index, window_attrs
+from frontend.lower.conv_gemm import elem_bytes, implicit_gemm, tile_rows
 from frontend.lower.dot import gemm_kernel, gemm_output
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
-from frontend.lower.reduce import _ints, _padding
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 
@@ -99,6 +100,10 @@ def convolution(lw: FuncLowering, op: Op) -> None:
         return
     acc = _WIDE.get(t, t)
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
+    if n > 0 and direct and tile_rows(cs.k, cs.out_spatial, elem_bytes(acc)):
+        implicit_gemm(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
+                      _patch_element(op, cs, acc), _weights(lw, op, cs, acc))
+        return
     if n > 0 and direct:
         patches, weights = _operands(lw, op, cs, acc)
         c, tail = gemm_output(lw, op.result, acc)
@@ -160,16 +165,13 @@ def _pack(lw: FuncLowering, hint: str, modes: tuple[list[int], ...], dtype: str,
 
 
 def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
-    """patches[g, (b, x...), (w..., i)] = the lhs element under kernel tap w, or 0."""
+    """patches[g, (b, x...), (w..., i)] = the lhs element under kernel tap w, or 0: read at
+    a clamped index and selected (:func:`conv_direct.tap_index`), so no branch."""
     lhs = op.operand("lhs")
     dn = op.attrs["dimension_numbers"]
     ls = types.shape(lhs)
     lsp = dn.spatial(dn.lhs)  # type: ignore[attr-defined]
-    nsp = len(lsp)
-    strides = _ints(op, "window_strides", nsp, 1)
-    ldil, rdil = _ints(op, "lhs_dilation", nsp, 1), _ints(op, "rhs_dilation", nsp, 1)
-    reverse = op.attr("window_reversal") or [False] * nsp
-    pad = _padding(op, nsp)
+    win = window_attrs(op, len(lsp))
 
     def element(k: KernelBuilder, f: Fused, idx: list[IndexExpr]) -> str:
         g, m, kk = idx
@@ -179,22 +181,16 @@ def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
         grouped = k.imul(g, cs.out_batch if not cs.feature_groups else cs.in_features)
         lidx[dn.lhs.index("b")] = b if cs.feature_groups else k.iadd(grouped, b)  # type: ignore
         lidx[dn.lhs.index("f")] = k.iadd(grouped, fi) if cs.feature_groups else fi  # type: ignore
-        ok = k.const(True, "i1")
-        for s in range(nsp):
-            tap = k.isub(cs.window[s] - 1, ws[s]) if reverse[s] else ws[s]
-            p = k.idx(k.isub(k.iadd(k.imul(xs[s], strides[s]), k.imul(tap, rdil[s])),
-                             pad[s][0]))
-            q = k.arith("div", p, k.idx(ldil[s]), "index") if ldil[s] > 1 else p
-            conds = [k.cmp("ge", p, k.idx(0), "index"),
-                     k.cmp("lt", q, k.idx(ls[lsp[s]]), "index")]
-            if ldil[s] > 1:
-                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(ldil[s]), "index"),
-                                   k.idx(0), "index"))
-            for c in conds:
-                ok = k.arith("and", ok, c, "i1")
-            lidx[lsp[s]] = k.select(conds[0], q, k.idx(0), "index")
-        return k.branch(ok, acc, lambda: k.cast(f.value(lhs, lidx), types.elem(lhs), acc),
-                        lambda: k.const(_zero(acc), acc))
+        conds = []
+        for s, d in enumerate(lsp):
+            lidx[d], ok = tap_index(k, win, s, ws[s], cs.window[s], xs[s],
+                                    (ls[d], cs.out_spatial[s]))
+            if ok is False:
+                return k.const(_zero(acc), acc)
+            if ok is not True:
+                conds.append(ok)
+        x = k.cast(f.value(lhs, lidx), types.elem(lhs), acc)
+        return k.select(all_of(k, conds), x, k.const(_zero(acc), acc), acc) if conds else x
 
     return element
 

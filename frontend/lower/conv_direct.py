@@ -38,7 +38,7 @@ features as one mode (the group is a division by a constant)."""
 
 
 @dataclass(frozen=True)
-class _Window:
+class Window:
     """The window attributes of a convolution, per spatial dimension."""
 
     strides: list[int]
@@ -48,8 +48,9 @@ class _Window:
     pad: list[tuple[int, int]]
 
 
-def _window(op: Op, nsp: int) -> _Window:
-    return _Window(_ints(op, "window_strides", nsp, 1), _ints(op, "lhs_dilation", nsp, 1),
+def window_attrs(op: Op, nsp: int) -> Window:
+    """``op``'s window attributes for ``nsp`` spatial dimensions."""
+    return Window(_ints(op, "window_strides", nsp, 1), _ints(op, "lhs_dilation", nsp, 1),
                    _ints(op, "rhs_dilation", nsp, 1),
                    list(op.attr("window_reversal") or [False] * nsp),  # type: ignore
                    _padding(op, nsp))
@@ -106,12 +107,12 @@ def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
     ls, rs = types.shape(lhs), types.shape(rhs)
     acc_t = _WIDE.get(types.elem(op.result), types.elem(op.result))
     lsp, rsp, osp = dn.spatial(dn.lhs), dn.spatial(dn.rhs), dn.spatial(dn.out)  # type: ignore
-    win = _window(op, len(lsp))
+    win = window_attrs(op, len(lsp))
     batch_groups = int(op.attr("batch_group_count", 1))  # type: ignore[arg-type]
     n_in = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
     window = [rs[d] for d in rsp]
     out_shape = types.shape(op.result)
-    taps = [[_tap(k, win, s, w, window[s], oidx[osp[s]], (ls[lsp[s]], out_shape[osp[s]]))
+    taps = [[tap_index(k, win, s, w, window[s], oidx[osp[s]], (ls[lsp[s]], out_shape[osp[s]]))
              for w in range(window[s])] for s in range(len(lsp))]
     lidx: list[IndexExpr] = [0] * len(ls)
     ridx: list[IndexExpr] = [0] * len(rs)
@@ -137,12 +138,12 @@ def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
             y = k.cast(f.value(rhs, ridx), types.elem(rhs), acc_t)
             term = k.arith("mul", x, y, acc_t)
             if conds:
-                term = k.select(_all(k, conds), term, zero, acc_t)  # type: ignore[arg-type]
+                term = k.select(all_of(k, conds), term, zero, acc_t)  # type: ignore[arg-type]
             acc = k.arith("add", acc, term, acc_t)
     return acc
 
 
-def _all(k: KernelBuilder, conds: list[str]) -> str:
+def all_of(k: KernelBuilder, conds: list[str]) -> str:
     """The conjunction of ``conds`` (computed once per scope)."""
     key = ("conv_all", tuple(conds))
     known = k.lookup(key)
@@ -154,19 +155,20 @@ def _all(k: KernelBuilder, conds: list[str]) -> str:
     return k.remember(key, ok)
 
 
-def _tap(k: KernelBuilder, win: _Window, s: int, w: int, window: int, x: IndexExpr,
-         sizes: tuple[int, int]) -> tuple[IndexExpr, str | bool]:
+def tap_index(k: KernelBuilder, win: Window, s: int, w: IndexExpr, window: int,
+              x: IndexExpr, sizes: tuple[int, int]) -> tuple[IndexExpr, str | bool]:
     """The input index that kernel tap ``w`` of spatial dimension ``s`` reads at output
     position ``x``, clamped into the input, and whether it is a real element: True (for
-    every output position), False (for none) or an i1 value."""
+    every output position and tap), False (for none) or an i1 value.  Which conditions
+    are needed follows from the static ranges of ``x`` and ``w``."""
     size, out_size = sizes
-    tap = window - 1 - w if win.reverse[s] else w
-    p = k.isub(k.iadd(k.imul(x, win.strides[s]), tap * win.rdil[s]), win.pad[s][0])
+    tap = k.isub(window - 1, w) if win.reverse[s] else w
+    p = k.isub(k.iadd(k.imul(x, win.strides[s]), k.imul(tap, win.rdil[s])), win.pad[s][0])
+    xs = (x, x) if isinstance(x, int) else (0, out_size - 1)
+    ts = (tap, tap) if isinstance(tap, int) else (0, window - 1)
+    lo = xs[0] * win.strides[s] + ts[0] * win.rdil[s] - win.pad[s][0]
+    hi = xs[1] * win.strides[s] + ts[1] * win.rdil[s] - win.pad[s][0]
     d = win.ldil[s]
-    lo = tap * win.rdil[s] - win.pad[s][0]
-    hi = lo + (out_size - 1) * win.strides[s]
-    if isinstance(p, int):
-        lo = hi = p
     if size == 0 or hi < 0 or lo > (size - 1) * d or (d > 1 and lo == hi and lo % d):
         return 0, False
     conds = []
@@ -179,4 +181,4 @@ def _tap(k: KernelBuilder, win: _Window, s: int, w: int, window: int, x: IndexEx
     if hi // d >= size:
         conds.append(k.cmp("lt", k.idx(q), k.idx(size), "index"))
         q = k.select(conds[-1], k.idx(q), k.idx(size - 1), "index")
-    return q, (_all(k, conds) if conds else True)
+    return q, (all_of(k, conds) if conds else True)
