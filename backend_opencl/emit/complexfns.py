@@ -153,6 +153,19 @@ _INNER = ("TANH", "SQRT", "EXP", "LOG")
 """Helpers the composed templates call, by their placeholder."""
 
 
+def complex_exp_with(unit: Unit, t: ScalarType, sincos: str) -> str:
+    """Complex ``exp`` taking ``(sin y, cos y)`` from the helper ``sincos``, with selects
+    instead of an early return (a loop calling it stays vectorisable)."""
+    unit.need(f"complex:{t.name}")
+    text = ("__attribute__((always_inline)) C @NAME@(C z) {\n"
+            f"    const R e = exp(z.x);\n    const {'float2' if t.name == 'c32' else 'double2'}"
+            f" sc = {sincos}(z.y);\n"
+            "    const R re = z.y == 0 ? e : e * sc.y;\n"
+            "    const R im = z.y == 0 ? z.y : e * sc.x;\n"
+            "    return (C)(re, im);\n}\n")
+    return unit.helper(f"cexp_{t.name}", _fill(text, t))
+
+
 def complex_pow(unit: Unit, t: ScalarType) -> str:
     """The helper for complex ``pow(a, b) = exp(b log a)`` (``0^0 = 1``, ``0^b = 0``)."""
     exp, log = complex_fn(unit, "exp", t), complex_fn(unit, "log", t)

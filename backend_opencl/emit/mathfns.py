@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from backend_opencl.emit import numeric
 from backend_opencl.emit.cnames import ctype, literal, storage_type, unsigned_ctype
-from backend_opencl.emit.complexfns import complex_fn, complex_pow
+from backend_opencl.emit.complexfns import complex_exp_with, complex_fn, complex_pow
+from backend_opencl.emit.floatfns import FLOAT_FNS, float_fn
 from backend_opencl.emit.kernel import KernelEmitter, handler
 from backend_opencl.emit.specialfns import SPECIAL_FNS, special_fn
 from tensorlang.ir.core import Instruction
@@ -35,10 +36,22 @@ def emit_math(em: KernelEmitter, inst: Instruction) -> None:
         expr = _integer(em, fn, t, args)
     elif fn in SPECIAL_FNS:
         expr = numeric.rounded(t, f"{special_fn(em.unit, fn, t)}({args[0]})")
+    elif fn in FLOAT_FNS and inline_float(em, t):
+        expr = numeric.rounded(t, f"{float_fn(em.unit, fn)}({', '.join(args)})")
+    elif fn == "log1p" and t.name == "f32" and em.target.has_fp64:
+        em.unit.need("fp64")
+        expr = f"(float)log1p((double){args[0]})"  # float log1p builtins lose a few ulp
     else:
         expr = _real(fn, t, args)
         expr = expr if fn == "isfinite" else numeric.rounded(t, expr)
     em.define(inst.result, expr)
+
+
+def inline_float(em: KernelEmitter, t: ScalarType) -> bool:
+    """True when single-precision ``t`` uses the vectorisable helpers of
+    :mod:`backend_opencl.emit.floatfns` (CPU devices with fp64: PoCL's builtins are
+    scalar calls; GPUs keep their fast native builtins)."""
+    return (t.name == "f32" or t.is_half) and em.target.kind == "cpu" and em.target.has_fp64
 
 
 def _lit(value: float, t: ScalarType) -> str:
@@ -97,11 +110,20 @@ def _complex(em: KernelEmitter, fn: str, t: ScalarType, args: list[str]) -> str:
     a = args[0]
     simple = {"abs": f"hypot({a}.x, {a}.y)", "real": f"{a}.x", "imag": f"{a}.y",
               "conj": f"(({ctype(t)})({a}.x, -{a}.y))"}
+    if t.name == "c32" and fn in ("abs", "exp") and inline_float(em, F32):
+        return _complex_inline(em, fn, t, a)
     if fn in simple:
         return simple[fn]
     if fn == "pow":
         return f"{complex_pow(em.unit, t)}({a}, {args[1]})"
     return f"{complex_fn(em.unit, fn, t)}({', '.join(args)})"
+
+
+def _complex_inline(em: KernelEmitter, fn: str, t: ScalarType, a: str) -> str:
+    """c32 ``abs`` and ``exp`` through the vectorisable float helpers."""
+    if fn == "abs":
+        return f"{float_fn(em.unit, 'hypot')}({a}.x, {a}.y)"
+    return f"{complex_exp_with(em.unit, t, float_fn(em.unit, 'sincos'))}({a})"
 
 
 @handler("select")
