@@ -106,6 +106,13 @@ OWNERS = 4
 """Work-groups that split the result of a scatter with possibly repeated indices."""
 OWNED_MIN = 4096
 """Results at least this large (with as many updates) are split among ``OWNERS``."""
+WINDOW_MIN = 16
+"""Scatters whose free window (:func:`_free_window`) has this many elements are
+parallel over it."""
+WINDOW_BLOCK = 32
+"""Least free-window elements per work-group."""
+WINDOW_GROUPS = 64
+"""... else split the free window over about this many work-groups."""
 
 
 @kernel("stablehlo.scatter")
@@ -113,16 +120,26 @@ def scatter(lw: FuncLowering, op: Op) -> None:
     """Copy the inputs to the results, then apply the updates.
 
     With ``unique_indices`` every update element has its own target: one work-item per
-    update element.  Otherwise the updates must apply in order per target, so the result
-    is split among ``OWNERS`` work-groups (one work-item each) that scan all updates in
+    update element.  Otherwise the updates must apply in order per target.  When the
+    update window has enough elements whose result position does not depend on the
+    scatter index (:func:`_free_window`), work-items own those positions and apply every
+    update in order (:func:`_window_scatter`, with the copy fused).  Else the result is
+    split among ``OWNERS`` work-groups (one work-item each) that scan all updates in
     order and apply those landing in their part (exact for any update computation), or,
     when small, one work-item applies all."""
     outs = [lw.buffer_for(r) for r in op.results]
-    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
-        lw.compute_into(v, out)
     ushape = types.shape(op.operand_group("updates")[0])
     nu, n = prod(ushape), prod(types.shape(op.results[0]))
-    if nu and op.attr("unique_indices", False) is True:
+    free = _free_window(op)
+    unique = op.attr("unique_indices", False) is True
+    if nu and n and not unique and prod(ushape[u] for u, _ in free) >= WINDOW_MIN:
+        _window_scatter(lw, op, outs, free)
+        for r, out in zip(op.results, outs, strict=True):
+            lw.bind(r, out)
+        return
+    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+        lw.compute_into(v, out)
+    if nu and unique:
         with lw.kernel("scatter_unique") as (k, f):
             with k.elements(nu) as i:
                 _apply_update(f, op, outs, k.delinearize(i, ushape))
@@ -132,6 +149,100 @@ def scatter(lw: FuncLowering, op: Op) -> None:
         _owned_scatter(lw, op, outs, owners)
     for r, out in zip(op.results, outs, strict=True):
         lw.bind(r, out)
+
+
+def _free_window(op: Op) -> list[tuple[int, int]]:
+    """(update dimension, result dimension) of the window dimensions whose result
+    dimension no start index moves: the result index there is the window index, so
+    updates at different positions of these dimensions never share a target."""
+    a = "scatter_dimension_numbers"
+    uwd, iwd = _field(op, a, "update_window_dims"), _field(op, a, "inserted_window_dims")
+    ibd, sdod = _field(op, a, "input_batching_dims"), _field(op, a, "scatter_dims_to_operand_dims")
+    shape, ushape = types.shape(op.results[0]), types.shape(op.operand_group("updates")[0])
+    window = [d for d in range(len(shape)) if d not in iwd and d not in ibd]
+    return [(u, d) for u, d in zip(uwd, window, strict=True)
+            if d not in sdod and ushape[u] <= shape[d]]  # (always, when verified)
+
+
+def _window_scatter(lw: FuncLowering, op: Op, outs: list[int],
+                    free: list[tuple[int, int]]) -> None:
+    """Work-groups split the free window; for each of its positions a work-item writes
+    the inputs there, then applies, in order, every update at that position: no two
+    work-items share a target, so the result is the sequential one for any update
+    computation, without atomics."""
+    w_total = prod(types.shape(op.results[0])[d] for _, d in free)
+    block = max(WINDOW_BLOCK, -(-w_total // WINDOW_GROUPS))
+    with lw.kernel("scatter_window") as (k, f):
+        lo = k.imul(k.emit("group_id", "g"), block)
+        hi = k.iadd(lo, block)
+        if w_total % block:
+            hi = k.select(k.cmp("lt", k.idx(hi), k.idx(w_total), "index"), k.idx(hi),
+                          k.idx(w_total), "index")
+        span = (k.idx(lo), k.idx(hi))
+        _window_inputs(f, op, outs, free, span)
+        _window_updates(f, op, outs, free, span)
+    lw.launch_last(-(-w_total // block))
+
+
+def _window_inputs(f: Fused, op: Op, outs: list[int], free: list[tuple[int, int]],
+                   span: tuple[str, str]) -> None:
+    """Write the inputs (producers fused) at the free-window positions ``span``."""
+    k = f.k
+    shape = types.shape(op.results[0])
+    free_d = [d for _, d in free]
+    fshape = [shape[d] for d in free_d]
+    rest_d = [d for d in range(len(shape)) if d not in free_d]
+    with k.loop(0, prod(shape[d] for d in rest_d), [], []) as loop:
+        rest = k.delinearize(loop.var, [shape[d] for d in rest_d])
+        w = k.fresh("w")
+        with k.block(f"foreach {w} = {span[0]}, {span[1]} : index {{"):
+            idx = _merge(len(shape), rest_d, rest, free_d, k.delinearize(w, fshape))
+            at = k.linear(idx, shape)
+            for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+                k.store(f.value(v, idx), out, types.elem(v), prod(shape), at)
+
+
+def _window_updates(f: Fused, op: Op, outs: list[int], free: list[tuple[int, int]],
+                    span: tuple[str, str]) -> None:
+    """Every update in order (a loop over the update dimensions but the free ones) applied
+    at the free-window positions ``span`` (a foreach over the result's free dimensions);
+    the bounds are checked once per position of the loop (a free dimension's result
+    index is its window index), and per position of the foreach only where the window
+    is shorter than the result."""
+    k = f.k
+    ushape, shape = types.shape(op.operand_group("updates")[0]), types.shape(op.results[0])
+    free_u, free_d = [u for u, _ in free], [d for _, d in free]
+    fshape = [shape[d] for d in free_d]
+    rest_u = [u for u in range(len(ushape)) if u not in free_u]
+    with k.loop(0, prod(ushape[u] for u in rest_u), [], []) as loop:
+        rest = k.delinearize(loop.var, [ushape[u] for u in rest_u])
+        ridx = _result_index(f, op, _merge(len(ushape), rest_u, rest, free_u,
+                                           [0] * len(free_u)))
+        ok = _in_bounds(k, [e for d, e in enumerate(ridx) if d not in free_d],
+                        [n for d, n in enumerate(shape) if d not in free_d])
+        w = k.fresh("w")
+        with k.block(f"if {ok} {{"), k.block(f"foreach {w} = {span[0]}, {span[1]} : index {{"):
+            widx = k.delinearize(w, fshape)
+            uidx = _merge(len(ushape), rest_u, rest, free_u, widx)
+            at = k.linear([widx[free_d.index(d)] if d in free_d else e
+                           for d, e in enumerate(ridx)], shape)
+            short = [(x, ushape[u]) for x, u, d in zip(widx, free_u, free_d, strict=True)
+                     if ushape[u] < shape[d]]
+            if short:
+                inside = _in_bounds(k, [x for x, _ in short], [n for _, n in short])
+                with k.block(f"if {inside} {{"):
+                    _combine(f, op, outs, at, uidx)
+            else:
+                _combine(f, op, outs, at, uidx)
+
+
+def _merge(rank: int, dims_a: list[int], idx_a: list[IndexExpr], dims_b: list[int],
+           idx_b: list[IndexExpr]) -> list[IndexExpr]:
+    """The multi-index with ``idx_a`` at ``dims_a`` and ``idx_b`` at ``dims_b``."""
+    out: list[IndexExpr] = [0] * rank
+    for d, i in (*zip(dims_a, idx_a, strict=True), *zip(dims_b, idx_b, strict=True)):
+        out[d] = i
+    return out
 
 
 def _owned_scatter(lw: FuncLowering, op: Op, outs: list[int], owners: int) -> None:
@@ -157,6 +268,18 @@ def _owns(k: KernelBuilder, at: IndexExpr, owned: tuple[str, str]) -> str:
 
 def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr],
                   owned: tuple[str, str] | None = None) -> None:
+    shape = types.shape(op.results[0])
+    k = f.k
+    ridx = _result_index(f, op, uidx)
+    ok = _in_bounds(k, ridx, shape)
+    if owned is not None:
+        ok = k.arith("and", ok, _owns(k, k.linear(ridx, shape), owned), "i1")
+    with k.block(f"if {ok} {{"):
+        _combine(f, op, outs, k.linear(ridx, shape), uidx)
+
+
+def _result_index(f: Fused, op: Op, uidx: list[IndexExpr]) -> list[IndexExpr]:
+    """The result index that update element ``uidx`` targets (maybe out of bounds)."""
     a = "scatter_dimension_numbers"
     uwd, iwd = _field(op, a, "update_window_dims"), _field(op, a, "inserted_window_dims")
     ibd, sibd = _field(op, a, "input_batching_dims"), _field(op, a, "scatter_indices_batching_dims")
@@ -165,28 +288,29 @@ def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr],
     scatter_idx = [uidx[d] for d in range(len(uidx)) if d not in uwd]
     start = _start_index(f, op.operand("scatter_indices"), scatter_idx, ivd)
     window = iter(uidx[d] for d in uwd)
-    shape = types.shape(op.results[0])
     ridx: list[IndexExpr] = []
-    for d in range(len(shape)):
+    for d in range(len(types.shape(op.results[0]))):
         e: IndexExpr = k.idx(start[sdod.index(d)]) if d in sdod else 0
         if d in ibd:
             e = k.iadd(e, scatter_idx[_batch_pos(sibd[ibd.index(d)], ivd)])
         if d not in iwd and d not in ibd:
             e = k.iadd(e, next(window))
         ridx.append(e)
-    ok = _in_bounds(k, ridx, shape)
-    if owned is not None:
-        ok = k.arith("and", ok, _owns(k, k.linear(ridx, shape), owned), "i1")
-    with k.block(f"if {ok} {{"):
-        at = k.linear(ridx, shape)
-        n = prod(shape)
-        ts = [types.elem(r) for r in op.results]
-        cur = [k.load(out, t, n, at) for out, t in zip(outs, ts, strict=True)]
-        upd = [f.value(v, uidx) for v in op.operand_group("updates")]
-        f.bound.clear()
-        new = f.body(op.regions[0].block, cur + upd)
-        for value, out, t in zip(new, outs, ts, strict=True):
-            k.store(value, out, t, n, at)
+    return ridx
+
+
+def _combine(f: Fused, op: Op, outs: list[int], at: IndexExpr,
+             uidx: list[IndexExpr]) -> None:
+    """results[at] = computation(results[at], updates[uidx])."""
+    k = f.k
+    n = prod(types.shape(op.results[0]))
+    ts = [types.elem(r) for r in op.results]
+    cur = [k.load(out, t, n, at) for out, t in zip(outs, ts, strict=True)]
+    upd = [f.value(v, uidx) for v in op.operand_group("updates")]
+    f.bound.clear()
+    new = f.body(op.regions[0].block, cur + upd)
+    for value, out, t in zip(new, outs, ts, strict=True):
+        k.store(value, out, t, n, at)
 
 
 def _in_bounds(k: KernelBuilder, idx: list[IndexExpr], shape: tuple[int, ...]) -> str:

@@ -1,4 +1,4 @@
-"""stablehlo.sort and chlo.top_k: a stable merge sort of every row along a dimension.
+"""stablehlo.sort and chlo.top_k (k > ``top_k.MAX_K``): a stable merge sort of every row
 
 Every row is sorted bottom-up, merging runs of width 1, 2, 4, ... while ping-ponging
 between two sets of buffers (the operands move together; the comparator region is scalar
