@@ -25,7 +25,7 @@ def constant(lw: FuncLowering, op: Op) -> None:
 
 def _is_splat(array: np.ndarray) -> bool:
     """True when every element has the same bits (or there are none)."""
-    if array.size <= 1:
+    if array.size <= 1 or not any(array.strides):  # a parsed splat is a broadcast view
         return True
     raw = np.ascontiguousarray(array).view(np.uint8).reshape(array.size, -1)
     return bool((raw == raw[0]).all())

@@ -7,10 +7,12 @@ import re
 from frontend.ir import attrs as A
 from frontend.ir.types import FloatType, TensorType, Type
 from frontend.syntax import literals
+from frontend.syntax.lexer import nested
 from frontend.syntax.typeparse import TypeParser, int_value
 
 _DENSE_BODY = re.compile(r"dense<([^>]*)>")
 _CONV_LABELS = {"b", "f", "i", "o"}
+_INT_ELEMENT = re.compile(r"(u|s)?i(8|16|32|64)\Z")
 
 
 class AttrParser(TypeParser):
@@ -20,6 +22,7 @@ class AttrParser(TypeParser):
     resource_uses: list[tuple[A.DenseResourceAttr, int, int]]
 
     # -- attributes ----------------------------------------------------------------------
+    @nested()
     def parse_attr(self) -> A.Attr:
         """Any attribute value."""
         kind, text = self.kind, self.text
@@ -138,11 +141,17 @@ class AttrParser(TypeParser):
             if self.text not in ("true", "false"):
                 self.fail("true or false")
             return self.advance() == "true"
-        if elem.startswith("f"):
+        if elem.startswith(("f", "bf")):
             if self.kind not in ("INT", "FLOAT"):
                 self.fail("a number")
             return float(self.advance())
-        return self.parse_int()
+        m = _INT_ELEMENT.match(elem)
+        if m is None:
+            self.error(f"unsupported dense array element type '{elem}'")
+        width = int(m.group(2))
+        if m.group(1) == "u":
+            return self.parse_int(0, (1 << width) - 1)
+        return self.parse_int(-(1 << (width - 1)), (1 << (width - 1)) - 1)
 
     def parse_attr_dict(self) -> list[tuple[str, A.Attr]]:
         """``{name = value, flag, ...}``."""

@@ -8,8 +8,10 @@ as ``2x?x3x``, ``dense<...>`` bodies) are scanned directly from the text with
 from __future__ import annotations
 
 import bisect
+import functools
 import re
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 from tensorlang.diagnostics import CompileError, Loc, Source
 
@@ -31,6 +33,26 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 EOF_KIND = "EOF"
+MAX_NESTING = 120  # levels of types, attributes and regions (3 per region) in each other
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def nested(weight: int = 1) -> Callable[[F], F]:
+    """Decorate a recursive parse method: past :data:`MAX_NESTING` levels it reports
+    "nesting too deep" instead of exhausting Python's stack."""
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        def run(self: Cursor, *args: object, **kwargs: object) -> object:
+            self.depth += weight
+            try:
+                if self.depth > MAX_NESTING:
+                    self.error(f"nesting too deep (more than {MAX_NESTING} levels of types, "
+                               f"attributes and regions)")
+                return method(self, *args, **kwargs)
+            finally:
+                self.depth -= weight
+        return run  # type: ignore[return-value]
+    return wrap
 
 
 class Cursor:
@@ -47,6 +69,7 @@ class Cursor:
         self.text = ""
         self.start = self.end = begin
         self.prev_end = begin
+        self.depth = 0
         self.advance()
 
     # -- tokens -------------------------------------------------------------------------

@@ -101,8 +101,22 @@ def to_array(shape: tuple[int, ...] | None, flat: list[object], t: TensorType) -
         return np.zeros(want, element_dtype(t.element))
     values = convert(flat, t.element)
     if shape is None:
-        return np.full(want, values[0], values.dtype)
+        return splat(values[0], want)
     return values.reshape(want)
+
+
+def splat(value: object, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only array of ``shape`` filled with ``value``, without its elements in memory.
+
+    A splat constant's type may be far larger than memory (``dense<1.0> :
+    tensor<17179869184xf32>``); the broadcast view costs one element.
+    """
+    return np.broadcast_to(np.asarray(value), shape)
+
+
+def is_lazy_splat(array: np.ndarray) -> bool:
+    """True for an array made by :func:`splat` (all strides zero, more than one element)."""
+    return array.size > 1 and not any(array.strides)
 
 
 def _dims(shape: tuple[int, ...]) -> str:
@@ -221,7 +235,7 @@ def from_blob(text: str, t: TensorType) -> np.ndarray:
         raise LiteralError(f"dense literal needs a static shape, got {t}")
     size = int(np.prod(want, dtype=np.int64))
     if arr.size == 1 and size != 1:
-        return np.full(want, arr[0], dtype)
+        return splat(arr[0], want)
     if arr.size != size:
         raise LiteralError(f"hex blob has {arr.size} elements but {t} has {size}")
     return arr.reshape(want)
@@ -231,6 +245,8 @@ def format_dense(array: np.ndarray, t: TensorType) -> str:
     """Canonical ``dense<...>`` text for ``array`` of type ``t``."""
     if array.size == 0:
         return "dense<>"
+    if is_lazy_splat(array):
+        return f"dense<{_scalar(array.flat[0], t.element)}>"
     flat = array.reshape(-1)
     if array.size > 1 and _same_bits(flat):
         return f"dense<{_scalar(flat[0], t.element)}>"

@@ -15,6 +15,7 @@ from frontend.ir.ops import ALIASES, ATTR_KINDS, OPS
 from frontend.ir.types import FunctionType, Type
 from frontend.syntax import custom, formats, literals
 from frontend.syntax.attrparse import AttrParser
+from frontend.syntax.lexer import nested
 from tensorlang.diagnostics import CompileError, Loc, Source, note
 
 KNOWN_DIALECTS = ("stablehlo.", "chlo.", "func.", "check.")
@@ -199,6 +200,7 @@ class Parser(AttrParser):
         return first == "}" or (first in ("BARE", "STRING") and second in ("=", ",", "}"))
 
     # -- regions and blocks --------------------------------------------------------------
+    @nested(3)
     def parse_region(self, entry_block: Block | None = None,
                      implicit_args: list[tuple[str, Type, Loc]] | None = None) -> Region:
         """``{ [^bb0(args):] ops ... }``; ``implicit_args`` name the entry block's args."""
@@ -372,8 +374,17 @@ class Parser(AttrParser):
     def make_op(self, name: str, operands: list[Value], result_types: list[Type],
                 attrs: dict[str, A.Attr], regions: list[Region], loc: Loc) -> Op:
         """Build an op (normalising array-like attributes) and its result values."""
+        opdef = OPS.get(name)
         for key, a in attrs.items():
-            if isinstance(a, A.DenseElementsAttr) and ATTR_KINDS.get(key) in ("i64s", "i1s"):
+            kind = ATTR_KINDS.get(key)
+            problem = attr_kind_problem(kind, a) if opdef and key in opdef.attrs else None
+            if problem:
+                raise CompileError.at(loc, f"'{name}': attribute '{key}' must be {problem}, "
+                                           f"got {str(a)[:60]}")
+            problem = _dims_problem(key, a) if opdef and key in opdef.attrs else None
+            if problem:
+                raise CompileError.at(loc, f"'{name}': attribute '{key}' {problem}")
+            if isinstance(a, A.DenseElementsAttr) and kind in ("i64s", "i1s"):
                 elem = "i1" if a.type.element.__str__() == "i1" else "i64"
                 attrs[key] = A.DenseArrayAttr(elem, tuple(a.array.reshape(-1).tolist()))
         op = Op(name, operands, result_types, attrs, regions, loc)
@@ -386,3 +397,61 @@ class Parser(AttrParser):
             self.advance()
             return A.OpaqueAttr("loc" + self.balanced())
         return None
+
+
+_ARRAY_FORMS = {"i64s": "an array<i64: ...>", "i1s": "an array<i1: ...>"}
+_MAX_ARRAY = 1 << 16  # entries in a dimension-like attribute (one per tensor dimension)
+
+
+def attr_kind_problem(kind: str | None, a: A.Attr) -> str | None:
+    """What attribute ``a`` should have been for its ``kind`` in the op table, or None.
+
+    Checked while parsing (the verifier checks the attribute classes; an array of the
+    wrong element kind, such as ``array<f32: 1.0>`` for a permutation, stops here)."""
+    if kind in _ARRAY_FORMS:
+        values = _array_values(a)
+        want_bool = kind == "i1s"
+        if values is None or not all(isinstance(v, bool) == want_bool
+                                     and isinstance(v, int) for v in values):
+            return _ARRAY_FORMS[kind]
+        return None
+    if kind in ("i64", "i32"):
+        ok = isinstance(a, A.IntAttr) and not isinstance(a.value, bool)
+        return None if ok else "an integer"
+    if kind == "bool" and not isinstance(a, A.BoolAttr):
+        return "true or false"
+    return None
+
+
+def _array_values(a: A.Attr) -> list[object] | None:
+    """The entries of an array-like attribute (None when it is not one, or too long)."""
+    if isinstance(a, A.DenseArrayAttr):
+        values: list[object] = list(a.values)
+    elif isinstance(a, A.ListAttr):
+        values = [x.value if isinstance(x, (A.IntAttr, A.BoolAttr)) else x for x in a.items]
+    elif isinstance(a, A.DenseElementsAttr) and a.array.dtype.kind in "biu":
+        if a.array.size > _MAX_ARRAY:
+            return None
+        values = a.array.reshape(-1).tolist()
+    else:
+        return None
+    return values if len(values) <= _MAX_ARRAY else None
+
+
+_DIM_STRUCTS = {"dot_dimension_numbers": "stablehlo.dot",
+                "scatter_dimension_numbers": "stablehlo.scatter",
+                "dimension_numbers": "stablehlo.gather"}  # convolution's is ConvDimsAttr
+
+
+def _dims_problem(key: str, a: A.Attr) -> str | None:
+    """What is wrong with a dimension-numbers struct (named ``key``), or None."""
+    want = _DIM_STRUCTS.get(key)
+    if want is None or (key == "dimension_numbers" and not isinstance(a, A.StructAttr)):
+        return None
+    if not isinstance(a, A.StructAttr) or a.name != want:
+        return f"must be a #{want}<...> attribute, got {str(a)[:60]}"
+    for field, v in a.fields:
+        items = v.items if isinstance(v, A.ListAttr) else (v,)
+        if not all(isinstance(x, A.IntAttr) for x in items):
+            return f"field '{field}' must hold integers, got {str(v)[:60]}"
+    return None

@@ -48,7 +48,10 @@ def parse_convolution(p: Parser, opdef: OpDef, loc: Loc) -> Op:
 
 def _window_value(p: Parser, key: str) -> A.Attr:
     if key == "pad":
+        start = p.start
         rows = p.bracket_list(p.int_list)
+        if any(len(r) != 2 for r in rows):
+            p.error("each pad entry must be a [low, high] pair", start, p.prev_end)
         arr = np.array(rows, np.int64).reshape(len(rows), 2) if rows else \
             np.zeros((0, 2), np.int64)
         return A.DenseElementsAttr(TensorType((len(rows), 2), IntegerType(64)), arr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -20,13 +21,14 @@ from frontend.ir.types import (
     TupleType,
     Type,
 )
-from frontend.syntax.lexer import Cursor
+from frontend.syntax.lexer import Cursor, nested
 
 _DIMS = re.compile(r"(?:(?:\d+|\?)x)+")
 _INT_TYPE = re.compile(r"(u|s)?i(\d+)\Z")
 _QUANT_UNSIGNED = re.compile(r"u(2|4|8|16|32)\Z")  # the quant dialect's ``u8``
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 T = TypeVar("T")
+MAX_ELEMENTS = 1 << 62  # element counts and byte sizes stay within int64
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 
 
@@ -41,6 +43,7 @@ class TypeParser(Cursor):
     type_aliases: dict[str, Type]
 
     # -- types ---------------------------------------------------------------------------
+    @nested()
     def parse_type(self) -> Type:
         """Any type."""
         start, kind, text = self.start, self.kind, self.text
@@ -82,8 +85,11 @@ class TypeParser(Cursor):
         start = self.start
         self.advance()
         self.expect("<")
+        dims_start = self.start
         dims = self.scan(_DIMS) or ""
         shape = tuple(None if d == "?" else int(d) for d in dims.split("x")[:-1])
+        if math.prod(d for d in shape if d is not None) > MAX_ELEMENTS:
+            self.error("tensor type has more than 2^62 elements", dims_start, self.prev_end)
         if self.at("*"):
             self.error("unranked tensors are not StableHLO")
         element = self.parse_element_type()
@@ -119,6 +125,7 @@ class TypeParser(Cursor):
             return None
         return self.parse_int()
 
+    @nested()
     def parse_element_type(self) -> Type:
         """``f32``, ``i8``, ``ui4``, ``complex<f64>``, ``index``, ``!quant.uniform<...>``."""
         text, start = self.text, self.start
@@ -200,11 +207,16 @@ class TypeParser(Cursor):
         return scale, zp
 
     # -- small pieces --------------------------------------------------------------------
-    def parse_int(self) -> int:
-        """A (possibly negative) integer literal."""
+    def parse_int(self, lo: int = -(1 << 63), hi: int = (1 << 63) - 1) -> int:
+        """A (possibly negative) integer literal in ``[lo, hi]`` (default: i64's range)."""
         if self.kind not in ("INT", "HEX"):
             self.fail("an integer")
-        return int_value(self.advance())
+        start = self.start
+        value = int_value(self.advance())
+        if not lo <= value <= hi:
+            self.error(f"integer {self.src[start:self.prev_end]} is out of range "
+                       f"[{lo}, {hi}]", start, self.prev_end)
+        return value
 
     def paren_list(self, item: Callable[[], T]) -> list[T]:
         """``( item, ... )`` possibly empty."""
