@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from tensorlang.ir.types import AddressSpace, MemRefType, ScalarType
 
@@ -33,14 +34,38 @@ OPENCL_BUILTINS = frozenset("""
 select min max clamp mad fma abs sqrt rsqrt exp exp2 log log2 sin cos tan pow pown dot
 cross length normalize any all sign step smoothstep mix floor ceil round trunc printf
 fabs fmin fmax hypot isnan isinf nan shuffle upsample rotate popcount work_group_barrier
+main abs_diff acos acosh acospi add_sat asin asinh asinpi atan atan2 atan2pi atanh atanpi
+bitselect cbrt clz copysign cospi cosh ctz degrees distance erf erfc exp10 expm1
+fast_distance fast_length fast_normalize fdim fract frexp hadd ilogb isequal isfinite
+isgreater isgreaterequal isless islessequal islessgreater isnormal isnotequal isordered
+isunordered ldexp lgamma lgamma_r log10 log1p logb mad24 mad_hi mad_sat maxmag minmag modf
+mul24 mul_hi nextafter powr radians read_mem_fence remainder remquo rhadd rint rootn
+shuffle2 signbit sincos sinh sinpi sub_sat tanh tanpi tgamma to_global to_local to_private
+vec_step write_mem_fence prefetch wait_group_events intptr_t uintptr_t bit_reverse
+bitfield_extract_signed bitfield_extract_unsigned bitfield_insert
 """.split())
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_VECTOR = re.compile(r"(bool|char|uchar|short|ushort|int|uint|long|ulong|half|float|double)"
+                     r"(2|3|4|8|16)?\Z")
+_PREFIXES = ("get_", "tlc_", "as_", "convert_", "atomic_", "atom_", "vload", "vstore",
+             "native_", "half_", "work_group_", "sub_group_", "read_image", "write_image",
+             "async_", "__")
 
 
 def kernel_c_name(name: str) -> str:
-    """The C name of the kernel of function ``@name``: the IR name unless it would clash
-    with a C keyword, an OpenCL builtin or a tlc helper (then ``tlc_kernel_<name>``)."""
-    prefixes = ("get_", "tlc_", "as_", "convert_", "atomic_", "atom_", "vload", "vstore")
-    if name in C_KEYWORDS or name in OPENCL_BUILTINS or name.startswith(prefixes):
+    """The C name of the kernel of function ``@name``: the IR name when it is a plain
+    OpenCL C identifier; ``tlc_kernel_<name>`` when it would clash with a C keyword, an
+    OpenCL builtin or type, ``main`` or a tlc helper; ``tlc_k_<escaped>`` when it is no
+    identifier at all (``@0``: each character outside [A-Za-z0-9] becomes ``_<hex>_``).
+
+    The mapping is one-to-one, so distinct functions keep distinct kernels; the host
+    API still calls a kernel by its IR name (``module.main``, ``getattr(module, "0")``).
+    """
+    if not _IDENT.match(name):
+        return "tlc_k_" + "".join(c if c.isascii() and c.isalnum() else f"_{ord(c):x}_"
+                                  for c in name)
+    if (name in C_KEYWORDS or name in OPENCL_BUILTINS or _VECTOR.match(name)
+            or name.startswith(_PREFIXES)):
         return f"tlc_kernel_{name}"
     return name
 

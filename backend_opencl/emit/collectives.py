@@ -133,7 +133,7 @@ def emit_ger(em: KernelEmitter, inst: Instruction) -> None:
     spec = Contraction(C.type.element, _pick(a.shape[0], C.shape[0]),
                        _pick(b.shape[0], C.shape[1]), "1", _mat(a, a.strides[0], "0"),
                        _mat(b, "0", b.strides[0]), _mat(C, C.strides[0], C.strides[1]),
-                       *_scales(em, inst))
+                       *_scales(em, inst), atomic=_atomic(inst))
     _contract(em, inst, spec, C)
 
 
@@ -143,13 +143,14 @@ def emit_sum(em: KernelEmitter, inst: Instruction) -> None:
     A, B = em.view(inst.operand("A")), em.view(inst.operand("B"))
     if A.type.order == 1:
         spec = Contraction(B.type.element, "1", "1", A.shape[0], _mat(A, "0", A.strides[0]),
-                           None, _mat(B, "0", "0"), *_scales(em, inst))
+                           None, _mat(B, "0", "0"), *_scales(em, inst), atomic=_atomic(inst))
         _reduce(em, inst, spec, B)
         return
     else:
         m, k, sam, sak = _op(A, inst.attr("trans_a"))
         spec = Contraction(B.type.element, _pick(m, B.shape[0]), "1", k, _mat(A, sam, sak),
-                           None, _mat(B, B.strides[0], "0"), *_scales(em, inst))
+                           None, _mat(B, B.strides[0], "0"), *_scales(em, inst),
+                           atomic=_atomic(inst))
     _contract(em, inst, spec, B)
 
 

@@ -5,7 +5,9 @@ Features are plain strings collected while emitting kernels:
 ``half:f16`` / ``half:bf16`` and ``odd:<ctype>`` (16-bit float conversions, see
 :mod:`backend_opencl.emit.halfprec`),
 ``atomic:<mode>:<type>:<space>`` with mode ``store``, ``add`` or ``axpby``
-(``*p = x``, ``*p = x + *p``, ``*p = x + beta * *p``, each as one atomic update).
+(``*p = x``, ``*p = x + *p``, ``*p = x + beta * *p``, each as one atomic update:
+a compare-and-swap loop that starts from an atomic load of ``*p``, so no plain read
+races with other work-items' updates).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from backend_opencl.emit import halfprec
 from backend_opencl.emit.cnames import ctype
 from tensorlang.ir.types import SCALAR_TYPES
 
-_BITS = {4: ("uint", "atomic_cmpxchg"), 8: ("ulong", "atom_cmpxchg")}
+# (bits type, compare-and-swap, atomic add): the add of 0 is the OpenCL 1.2 atomic load
+_BITS = {4: ("uint", "atomic_cmpxchg", "atomic_add"), 8: ("ulong", "atom_cmpxchg", "atom_add")}
 _SIZES = {"i32": 4, "f32": 4, "i64": 8, "index": 8, "f64": 8, "c32": 8}
 
 
@@ -85,10 +88,10 @@ def _atomic_helper(mode: str, type_name: str, space: str) -> str:
     head = f"void {name}(volatile {space} {t}* p, {t} x{beta}) {{\n"
     if type_name == "c64":
         return head + _c64_body(mode, space) + "}\n"
-    bits, cas = _BITS[_SIZES[type_name]]
+    bits, cas, add = _BITS[_SIZES[type_name]]
     return head + (
         f"    volatile {space} {bits}* q = (volatile {space} {bits}*)p;\n"
-        f"    {bits} old = *q;\n"
+        f"    {bits} old = {add}(q, 0);  /* an atomic load: no racing plain read */\n"
         f"    for (;;) {{\n"
         f"        const {t} o = as_{t}(old);\n"
         f"        const {t} n = {_new_value(mode, type_name)};\n"

@@ -112,6 +112,9 @@ class Params:
     def matrix(self, mat: Matrix, elem: ScalarType, name: str, const: bool) -> Matrix:
         """Parameters for an operand's pointer and strides."""
         qual = "const " if const else ""
+        if not const and mat.ptr in self._names:  # an output that is also an input
+            i = self.args.index(mat.ptr)
+            self.decls[i] = self.decls[i].replace(" const ", " ", 1)
         ptr = self.value(mat.ptr, f"{mat.space} {qual}{_storage(elem)}*", name)
         return Matrix(ptr, mat.space, self.value(mat.si, "long", f"{name}_si"),
                       self.value(mat.sk, "long", f"{name}_sk"))

@@ -19,6 +19,8 @@ from tensorlang.verify.errors import dims_agree, fail, shape_str, value_name
 
 _ORDER_NAMES = {0: "a scalar memref (order 0)", 1: "a vector (order 1)", 2: "a matrix (order 2)"}
 _REAL_OF = {"c32": "f32", "c64": "f64"}
+ATOMIC_TYPES = ("i32", "i64", "index", "f32", "f64", "c32", "c64")
+"""Element types of ``.atomic`` BLAS updates (the back end's compare-and-swap helpers)."""
 
 
 def _memref(inst: Instruction, rule: str, name: str, orders: tuple[int, ...]) -> MemRefType:
@@ -66,6 +68,24 @@ def _check_types(inst: Instruction, elem_rule: str, scalar_rule: str,
                        f"{out_name} has {elem} (element types must be equal)", value, out)
     for name in ("alpha", "beta"):
         _check_scalar(inst, scalar_rule, name, elem)
+    if inst.attrs.get("atomic"):
+        _check_atomic(inst, elem)
+
+
+def _check_atomic(inst: Instruction, elem: ScalarType) -> None:
+    """``.atomic`` needs a type with atomic helpers; c64 updates only add or store."""
+    if elem.name not in ATOMIC_TYPES:
+        why = "storage floats have no atomic updates" if elem.is_half else \
+            f"use {', '.join(ATOMIC_TYPES)}"
+        raise fail(inst.loc, "", f"{inst.name}.atomic on {elem} is not supported ({why})")
+    if elem.name == "c64":
+        beta: Value = inst.operand("beta")
+        owner = beta.owner
+        known = owner.attrs.get("value") if isinstance(owner, Instruction) and \
+            owner.name == "constant" else None
+        if known is None or complex(known) not in (0, 1):  # type: ignore[arg-type]
+            raise fail(inst.loc, "", f"{inst.name}.atomic on c64 needs beta to be the "
+                       "constant 0 or 1 (a c64 update is two f64 atomics)", beta)
 
 
 def _check_scalar(inst: Instruction, rule: str, name: str, elem: ScalarType) -> None:
