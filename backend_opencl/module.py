@@ -13,6 +13,7 @@ arrays in place").  A kernel may be called from several threads at once.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -153,6 +154,7 @@ class Kernel:
         self._kernel = launch.get_kernel(program, info.c_name)
         self._record: Any = None
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
+        self._max_bytes = max_allocation(device)
         self._lock = threading.Lock()  # the kernel object's arguments are shared state
 
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
@@ -221,13 +223,14 @@ class Kernel:
             scalar = check_scalar(value, t, where)
             return lambda ctx, queue: ([scalar], None)
         if isinstance(t, MemRefType):
-            return _memref_binder(value, t, arg, where, writes, self._align)
+            return _memref_binder(value, t, arg, where, writes, self._align,
+                                  self.device.context, self._max_bytes)
         assert isinstance(t, GroupType)
         svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
         # a table of host addresses needs kernels in the host's address space (PoCL)
         align = self._align if self.device.is_pocl else 0
         return _group_binder(value, t, arg, where, writes, num_groups, svm, self.device,
-                             align)
+                             align, self._max_bytes)
 
 
 Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
@@ -257,8 +260,63 @@ def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
         if not info.min <= int(value) <= info.max:
             raise LaunchError(f"{where}: {value} does not fit in {t}")
     if t.is_half:  # passed as its bit pattern
-        return np.array(value, dtype=dtype).view(np.uint8 if t.is_narrow else np.uint16)[()]
-    return dtype.type(value)
+        return _convert_half(value, dtype, t, where).view(
+            np.uint8 if t.is_narrow else np.uint16)[()]
+    if t.name in _FLOAT_LIMITS and not isinstance(value, np.generic):
+        _check_float_range(value, _FLOAT_LIMITS[t.name], t, where)
+    try:
+        return dtype.type(value)
+    except OverflowError:  # a Python int beyond the float's range
+        raise LaunchError(f"{where}: {_short(value)} overflows {t}") from None
+
+
+# the smallest magnitude that rounds to inf in f32 (f64 takes any Python float)
+_FLOAT_LIMITS = {"f32": 2.0**128 * (1 - 2.0**-25), "c32": 2.0**128 * (1 - 2.0**-25)}
+
+
+def _check_float_range(value: Any, limit: float, t: ScalarType, where: str) -> None:
+    """LaunchError when a finite Python number would silently become inf in ``t``."""
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    try:
+        big = any(math.isfinite(p) and abs(p) >= limit for p in map(float, parts))
+    except OverflowError:
+        big = True
+    if big:
+        raise LaunchError(f"{where}: {_short(value)} overflows {t} (it would become inf)")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + "..." + text[-8:]
+
+
+def _convert_half(value: Any, dtype: np.dtype, t: ScalarType, where: str) -> np.ndarray:
+    """``value`` as a 0-d array of a storage float; LaunchError when a finite number
+    overflows the type (it would silently become inf or NaN)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.array(value, dtype=dtype)
+    except OverflowError:
+        raise LaunchError(f"{where}: {_short(value)} overflows {t}") from None
+    if math.isfinite(float(value)) and not math.isfinite(float(out)):
+        raise LaunchError(f"{where}: {_short(value)} overflows {t} (its largest finite value is "
+                          f"{float(ml_dtypes.finfo(dtype).max):g})")
+    return out
+
+
+_ORDER_NAMES = {">": "big-endian", "<": "little-endian"}
+
+
+def max_allocation(device: Any) -> int:
+    """The device's largest buffer in bytes (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``; 0: unknown)."""
+    return int(getattr(device.cl_device, "max_mem_alloc_size", 0) or 0)
+
+
+def check_allocation(nbytes: int, max_bytes: int, where: str) -> None:
+    """LaunchError when an argument needs a buffer larger than the device allows."""
+    if max_bytes and nbytes > max_bytes:
+        raise LaunchError(f"{where}: the array spans {nbytes} bytes but the device's "
+                          f"largest buffer is {max_bytes} bytes")
 
 
 def array_layout(arr: Any, t: MemRefType, where: str) -> tuple[list[int], list[int], int]:
@@ -268,6 +326,10 @@ def array_layout(arr: Any, t: MemRefType, where: str) -> tuple[list[int], list[i
         raise LaunchError(f"{where}: expected a numpy or pyopencl array, "
                           f"got {type(arr).__name__}")
     if arr.dtype != dtype:
+        if arr.dtype.byteorder not in "=|" and arr.dtype.newbyteorder("=") == dtype:
+            raise LaunchError(f"{where}: the array is {_ORDER_NAMES[arr.dtype.byteorder]} "
+                              f"({arr.dtype.str}); kernels take native-order {dtype.name} "
+                              "arrays: pass arr.astype(arr.dtype.newbyteorder('='))")
         raise LaunchError(f"{where}: expected dtype {dtype.name}, got {arr.dtype.name}")
     if arr.ndim != t.order:
         raise LaunchError(f"{where}: expected {t.order} dimensions, got shape {arr.shape}")
@@ -321,10 +383,14 @@ def _dynamic_values(t: MemRefType, arg: ArgAbi, shape: list[int],
 
 
 def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
-                   align: int = 0) -> Binder:
+                   align: int = 0, context: Any = None, max_bytes: int = 0) -> Binder:
     shape, strides, span = array_layout(value, t, where)
+    check_allocation(span * value.dtype.itemsize, max_bytes, where)
     dims = [np.int64(v) for v in _dynamic_values(t, arg, shape, strides)]
     if memory.is_device_array(value):
+        if context is not None and device_groups.foreign_members([value], context):
+            raise LaunchError(f"{where}: the pyopencl array belongs to another OpenCL "
+                              "context than the kernel's (use the device's context)")
         return lambda ctx, queue: ([memory.device_buffer(value)] + dims, None)
     if not isinstance(value, np.ndarray):
         raise LaunchError(f"{where}: expected a numpy or pyopencl array")
@@ -340,13 +406,16 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
 
 
 def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-                  num_groups: int, svm: bool, device: Any, align: int = 0) -> Binder:
+                  num_groups: int, svm: bool, device: Any, align: int = 0,
+                  max_bytes: int = 0) -> Binder:
     """Check a group argument (a list, tuple or :class:`Group` of numpy arrays or of
     pyopencl arrays) and return how to bind it (``align``: numpy members aligned to it
     are used in place, see :func:`memory.upload_group`)."""
     members, offset = _group_members(value, t, where, num_groups)
     on_device = _members_on_device(members, where, device)
     layouts = _member_layouts(members, t, where, offset)
+    for k, (_, _, span) in enumerate(layouts):
+        check_allocation(span * members[k].dtype.itemsize, max_bytes, f"{where}, member {k}")
     per_param = list(zip(*[_dynamic_values(t.memref, arg, s, st) for s, st, _ in layouts],
                          strict=True)) if layouts and t.memref.dynamic_dims else []
     if writes and not on_device and not all(m.flags.writeable for m in members):
