@@ -207,6 +207,9 @@ class Executable:
                 self._check_device_array(i, a)
             arr = a if isinstance(a, np.ndarray) or memory.is_device_array(a) \
                 else np.asarray(a)
+            if isinstance(arr, np.ndarray) and arr.dtype != dtype \
+                    and arr.dtype.newbyteorder("=") == dtype:
+                arr = arr.astype(dtype)  # another byte order: converted (inputs are only read)
             if arr.dtype != dtype:
                 raise LaunchError(f"@{self.name}: argument {i} must have dtype {dtype.name}, "
                                   f"got {arr.dtype.name}")

@@ -100,3 +100,17 @@ def test_buffer_larger_than_the_device_allows(module) -> None:
     with pytest.raises(LaunchError, match=f"spans .* bytes but the device's largest buffer "
                                           f"is {limit} bytes"):
         module.wide(x)
+
+
+def test_executable_converts_big_endian_inputs(h, rng) -> None:
+    """Executables only read their inputs: another byte order is converted, not refused."""
+    t = "tensor<4x3xf32>"
+    exe = backend_opencl.compile_stablehlo(
+        f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n"
+        f"  %0 = stablehlo.multiply %x, %y : {t}\n  return %0 : {t}\n}}\n")
+    x = rng.standard_normal((4, 3)).astype(">f4")
+    y = rng.standard_normal((4, 3)).astype(np.float32)
+    (out,) = exe(x, y)
+    np.testing.assert_allclose(out, x.astype(np.float32) * y, rtol=1e-6)
+    with pytest.raises(LaunchError, match="argument 0 must have dtype float32, got float64"):
+        exe(x.astype(">f8"), y)
