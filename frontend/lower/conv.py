@@ -29,10 +29,10 @@ from frontend.ir.core import Op
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.conv_direct import all_of, direct_convolution, tap_index, window_attrs
-from frontend.lower.conv_gemm import elem_bytes, implicit_gemm, tile_rows
+from frontend.lower.conv_gemm import elem_bytes, implicit_gemm, pool_planner, tile_rows
 from frontend.lower.dot import gemm_kernel, gemm_output
 from frontend.lower.driver import FuncLowering
-from frontend.lower.fused import Fused
+from frontend.lower.fused import Fused, plan_epilogue
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 
@@ -96,11 +96,13 @@ def convolution(lw: FuncLowering, op: Op) -> None:
         return
     n = types.size(op.result)
     direct = cs.groups == 1 and _natural_out(op)
-    if n > 0 and direct and lw.defer_to_epilogue(op):
-        return
     acc = _WIDE.get(t, t)
+    one_kernel = n > 0 and direct and tile_rows(cs.k, cs.out_spatial, elem_bytes(acc)) > 0
+    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel else plan_epilogue
+    if n > 0 and direct and lw.defer_to_epilogue(op, planner):
+        return
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
-    if n > 0 and direct and tile_rows(cs.k, cs.out_spatial, elem_bytes(acc)):
+    if one_kernel:
         implicit_gemm(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
                       _patch_element(op, cs, acc), _weights(lw, op, cs, acc))
         return

@@ -20,15 +20,16 @@ more than :data:`LOCAL_BYTES` of local memory keep the separate im2col kernel.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from math import prod
 
-from frontend.ir.core import Op
+from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.dot import Tail, gemm_output
-from frontend.lower.driver import FuncLowering
-from frontend.lower.fused import Fused
+from frontend.lower.driver import FuncLowering, Planner
+from frontend.lower.fused import Epilogue, Fused, plan_epilogue
+from frontend.lower.reduce import _ints, _padding
 
 TILE = 32
 """Output positions per work-group (whole rows: at least one row)."""
@@ -38,12 +39,15 @@ LOCAL_BYTES = 32 * 1024
 Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
 
 
-def tile_rows(k_size: int, out_spatial: list[int], elem_bytes: int) -> int:
-    """Rows of output positions per work-group for a contraction of ``k_size``: 0 when
-    one row's patches exceed :data:`LOCAL_BYTES`."""
+def tile_rows(k_size: int, out_spatial: list[int], elem_bytes: int, multiple: int = 1,
+              extra: int = 0) -> int:
+    """Rows of output positions per work-group for a contraction of ``k_size`` (a multiple
+    of ``multiple``; ``extra`` more elements of local memory per position): 0 when that
+    many rows' local memory exceeds :data:`LOCAL_BYTES`."""
     row = out_spatial[-1] if out_spatial else 1
-    fit = LOCAL_BYTES // max(1, k_size * row * elem_bytes)
-    return min(max(1, TILE // row), fit)
+    fit = LOCAL_BYTES // max(1, (k_size + extra) * row * elem_bytes)
+    per = min(max(multiple, TILE // row), fit)
+    return per - per % multiple
 
 
 def elem_bytes(t: str) -> int:
@@ -57,6 +61,10 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     """``op``'s result = patches @ weights in one kernel: ``sizes`` = (output batch, ``K``,
     ``O``); ``element(k, f, [0, m, kk])`` is the patch element (as for the im2col buffer);
     ``weights`` is the ``[K, O]`` buffer."""
+    plan = lw.epilogue(op.result)
+    if plan is not None and plan.root.owner.name == "stablehlo.reduce_window":  # type: ignore
+        _pooled(lw, op, sizes, acc, (element, weights), plan)
+        return
     batch, kk, o = sizes
     sp = [int(d) for d in types.shape(op.result)[1:-1]]
     row = sp[-1] if sp else 1
@@ -71,8 +79,9 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
         r0 = k.imul(k.irem(k.emit("group_id", "g"), tiles), per)
         nrows = _rows_left(k, r0, per, rows_total)
         patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows))
-        _gemm(k, (weights, patches, c), acc, (kk, o, batch * prod(sp), per * row),
-              (k.imul(r0, row), k.imul(nrows, row)))
+        n = k.imul(nrows, row)
+        _gemm(k, (weights, patches), acc, (kk, o, per * row, n),
+              _global_c(k, (c, acc), (o, batch * prod(sp)), (k.imul(r0, row), n)))
         if tail is not None:
             _tail(k, f, tail, (c, acc), (batch, sp, o), (r0, nrows))
     lw.launch_last(tiles)
@@ -129,24 +138,32 @@ def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], 
     return tile
 
 
-def _gemm(k: KernelBuilder, bufs: tuple[int, str, int], t: str, sizes: tuple[int, int, int, int],
-          cols: tuple[IndexExpr, IndexExpr]) -> None:
-    """C[:, m0:m0+n] (an O x M column-major view of the row-major [M, O] result) =
-    W (O x K) @ patches[:, 0:n]."""
-    weights, patches, c = bufs
-    kk, o, m, width = sizes
-    m0, n = cols
-    size_text = str(n) if isinstance(n, int) else "?"
+def _size_text(n: IndexExpr) -> str:
+    return str(n) if isinstance(n, int) else "?"
+
+
+def _global_c(k: KernelBuilder, c: tuple[int, str], sizes: tuple[int, int],
+              cols: tuple[IndexExpr, IndexExpr]) -> tuple[str, str]:
+    """Columns ``[m0, m0 + n)`` of the O x M column-major view of the row-major ``[M, O]``
+    buffer ``c``: the view and its type."""
+    (buf, t), (o, m), (m0, n) = c, sizes, cols
+    ssa, flat = k.param(buf, t, m * o)
+    full = k.emit(f"expand {ssa}[0 -> {o}x{m}] : {flat}", "v")
+    view = k.emit(f"subview {full}[:,{k.idx(m0)}:{n}] : memref<{t}x{o}x{m}>", "v")
+    return view, f"memref<{t}x{o}x{_size_text(n)},strided<1,{o}>>"
+
+
+def _gemm(k: KernelBuilder, bufs: tuple[int, str], t: str, sizes: tuple[int, int, int, IndexExpr],
+          c: tuple[str, str]) -> None:
+    """C = W (O x K) @ patches[:, 0:n] for ``sizes`` = (K, O, the tile's width, n) and ``c``
+    = (C's O x n view, its type)."""
+    weights, patches = bufs
+    kk, o, width, n = sizes
+    cview, ctype = c
     wssa, wflat = k.param(weights, t, kk * o)
     wview = k.emit(f"expand {wssa}[0 -> {o}x{kk}] : {wflat}", "v")
-    local = f"memref<{t}x{kk}x{width},local>"
-    size = str(n) if isinstance(n, int) else n
-    pview = k.emit(f"subview {patches}[:,0:{size}] : {local}", "v")
-    ptype = f"memref<{t}x{kk}x{size_text},strided<1,{kk}>,local>"
-    cssa, cflat = k.param(c, t, m * o)
-    cfull = k.emit(f"expand {cssa}[0 -> {o}x{m}] : {cflat}", "v")
-    cview = k.emit(f"subview {cfull}[:,{k.idx(m0)}:{size}] : memref<{t}x{o}x{m}>", "v")
-    ctype = f"memref<{t}x{o}x{size_text},strided<1,{o}>>"
+    pview = k.emit(f"subview {patches}[:,0:{n}] : memref<{t}x{kk}x{width},local>", "v")
+    ptype = f"memref<{t}x{kk}x{_size_text(n)},strided<1,{kk}>,local>"
     one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
     k.line(f"gemm.n.n {one}, {wview}, {pview}, {zero}, {cview} : {t}, memref<{t}x{o}x{kk}>, "
            f"{ptype}, {t}, {ctype}")
@@ -177,3 +194,114 @@ def _tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
 def _acc(op: Op) -> str:
     t = types.elem(op.result)
     return {"f16": "f32", "bf16": "f32"}.get(t, t)
+
+
+# -- pooling in the convolution's kernel ----------------------------------------------------
+
+
+def pool_window(pool: Op, top: Value) -> tuple[int, int] | None:
+    """``(wh, ww)`` when the reduce_window ``pool`` folds ``top`` (``[B, H, W, O]``) over
+    non-overlapping ``wh x ww`` windows that tile ``H`` and ``W`` exactly (no padding or
+    dilation), else None."""
+    shape = types.shape(top)
+    if (len(pool.results) != 1 or pool.operand_group("inputs") != [top] or len(shape) != 4
+            or types.elem(pool.results[0]) != types.elem(top)):
+        return None
+    win = _ints(pool, "window_dimensions", 4, 1)
+    plain = (_ints(pool, "window_strides", 4, 1) == win and win[0] == win[3] == 1
+             and _ints(pool, "base_dilations", 4, 1) == [1] * 4
+             and _ints(pool, "window_dilations", 4, 1) == [1] * 4
+             and _padding(pool, 4) == [(0, 0)] * 4)
+    if not plain or shape[1] % win[1] or shape[2] % win[2]:
+        return None
+    return win[1], win[2]
+
+
+def pool_planner(k_size: int, nbytes: int) -> Planner:
+    """The epilogue planner for a convolution on the one-kernel path: its elementwise chain
+    (:func:`frontend.lower.fused.plan_epilogue`), extended by a reduce_window that pools the
+    chain's root (or the result itself) when that is its only use (:func:`pool_window`) and
+    a tile of whole pooling windows fits in local memory."""
+
+    def plan(source: Value, after: Sequence[Op], uses: dict[Value, int],
+             claimed: set[Value]) -> Epilogue | None:
+        chain = plan_epilogue(source, after, uses, claimed)
+        top = chain.root if chain is not None else source
+        user = next((o for o in after if top in o.operands), None)
+        if (uses.get(top, 0) != 1 or user is None or user.name != "stablehlo.reduce_window"
+                or user.results[0] in claimed):
+            return chain
+        win = pool_window(user, top)
+        shape = types.shape(source)
+        if win is None or not tile_rows(k_size, shape[1:-1], nbytes, win[0], shape[-1]):
+            return chain
+        inner = chain.values | {chain.root} if chain is not None else frozenset()
+        return Epilogue(source, user.results[0], frozenset(inner))
+
+    return plan
+
+
+def _pooled(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
+            operands: tuple[Element, int], plan: Epilogue) -> None:
+    """:func:`implicit_gemm` with the epilogue ending in a pooling reduce_window: the gemm
+    writes its tile (whole windows) into local memory, and the kernel stores only the
+    pooled elements."""
+    batch, kk, o = sizes
+    element, weights = operands
+    pool = plan.root.owner
+    assert isinstance(pool, Op)
+    top = pool.operand_group("inputs")[0]
+    wh, ww = pool_window(pool, top)  # type: ignore[misc]
+    sp = [int(d) for d in types.shape(op.result)[1:-1]]
+    row, rows_total = sp[-1], batch * sp[0]
+    per = tile_rows(kk, sp, elem_bytes(acc), wh, o)
+    tiles = -(-rows_total // per)
+    out = lw.buffer_for(plan.root)
+    with lw.kernel("conv_reduce_window") as (k, f):
+        tile = k.irem(k.emit("group_id", "g"), tiles)
+        r0 = k.imul(tile, per)
+        nrows = _rows_left(k, r0, per, rows_total)
+        patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows))
+        local = f"memref<{acc}x{o}x{per * row},local>"
+        c = k.emit(f"alloca -> {local}", "l")
+        n = k.imul(nrows, row)
+        cview = k.emit(f"subview {c}[:,0:{n}] : {local}", "v")
+        _gemm(k, (weights, patches), acc, (kk, o, per * row, n),
+              (cview, f"memref<{acc}x{o}x{_size_text(n)},strided<1,{o}>,local>"))
+        windows = (k.imul(tile, per // wh), k.idiv(nrows, wh))
+        _pool(k, f, (op, pool, top), (c, local), (batch, sp, o, wh, ww), windows, out)
+    lw.launch_last(tiles)
+    lw.bind(plan.root, out)
+
+
+def _pool(k: KernelBuilder, f: Fused, ops: tuple[Op, Op, Value], c: tuple[str, str],
+          shape: tuple[int, list[int], int, int, int], windows: tuple[IndexExpr, IndexExpr],
+          out: int) -> None:
+    """The pooled elements of this tile's window rows ``[p0, p0 + count)``: each folds the
+    epilogue's value (from the gemm's element in local memory) over its window."""
+    conv, pool, top = ops
+    batch, sp, o, wh, ww = shape
+    p0, count = windows
+    tile, local = c
+    t = types.elem(conv.result)
+    acc = _acc(conv)
+    pshape = types.shape(pool.results[0])
+    block = pool.regions[0].block
+    names, head = _foreach(k, [o, sp[1] // ww, count], "q")
+    with k.block(head):
+        oo, px, pr = names
+        b, yp = k.delinearize(k.iadd(p0, pr), [batch, sp[0] // wh])
+        value = f.value(pool.operand_group("init_values")[0], [])
+        for dy in range(wh):
+            for dx in range(ww):
+                with k.scope():
+                    x = k.iadd(k.imul(px, ww), dx)
+                    col = k.iadd(k.imul(k.iadd(k.imul(pr, wh), dy), sp[1]), x)
+                    elem = k.emit(f"load {tile}[{k.idx(oo)}, {k.idx(col)}] : {local}", "x")
+                    f.bound[conv.result] = k.cast(elem, acc, t)
+                    y = k.iadd(k.imul(yp, wh), dy)
+                    value = f.body(block, [value, f.value(top, [b, y, x, oo])])[0]
+        k.store(value, out, types.elem(pool.results[0]), prod(pshape),
+                k.linear([b, yp, px, oo], pshape))
+    for v in (conv.result, *block.args):
+        f.bound.pop(v, None)

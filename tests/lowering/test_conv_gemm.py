@@ -147,3 +147,96 @@ def test_tile_rows() -> None:
     assert conv_gemm.tile_rows(144, [32, 32], 4) == 1
     assert conv_gemm.tile_rows(100, [7, 50], 4) == 1
     assert conv_gemm.tile_rows(9000, [4, 4], 4) == 0
+
+
+def _pool_text(ls: tuple[int, ...], ws: tuple[int, ...], t: str, win: tuple[int, int],
+               strides: tuple[int, int], body: str, init: str, relu_also_returned: bool = False
+               ) -> str:
+    """conv (SAME) -> + bias -> relu -> reduce_window(``body``) over ``win`` windows."""
+    b, h, w, _ = ls
+    o = ws[3]
+    ph, pw = (h - win[0]) // strides[0] + 1, (w - win[1]) // strides[1] + 1
+
+    def ty(*s: int) -> str:
+        return "tensor<" + "".join(f"{n}x" for n in s) + f"{t}>"
+    full, pooled = ty(b, h, w, o), ty(b, ph, pw, o)
+    results = f"{pooled}, {full}" if relu_also_returned else pooled
+    ret = f"%p, %r : {pooled}, {full}" if relu_also_returned else f"%p : {pooled}"
+    return module(f"(%x: {ty(*ls)}, %k: {ty(*ws)}, %bias: {ty(o)}) -> ({results})", f"""
+  %c = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {{stride = [1, 1], pad = [[1, 1], [1, 1]]}}
+      {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}} : ({ty(*ls)}, {ty(*ws)}) -> {full}
+  %bb = stablehlo.broadcast_in_dim %bias, dims = [3] : ({ty(o)}) -> {full}
+  %a = stablehlo.add %c, %bb : {full}
+  %z = stablehlo.constant dense<0.0> : {full}
+  %r = stablehlo.maximum %a, %z : {full}
+  %i = stablehlo.constant dense<{init}> : {ty()}
+  %p = "stablehlo.reduce_window"(%r, %i) <{{window_dimensions = array<i64: 1, {win[0]}, {win[1]}, 1>,
+      window_strides = array<i64: 1, {strides[0]}, {strides[1]}, 1>}}> ({{
+    ^bb0(%u: {ty()}, %v: {ty()}):
+      %m = stablehlo.{body} %u, %v : {ty()}
+      stablehlo.return %m : {ty()}
+  }}) : ({full}, {ty()}) -> {pooled}
+  return {ret}""")
+
+
+def _pool_ref(x: np.ndarray, k: np.ndarray, bias: np.ndarray, win: tuple[int, int],
+              strides: tuple[int, int], fold: str, init: float) -> tuple[np.ndarray, ...]:
+    r = np.maximum(_nhwc(x.astype(np.float64), k.astype(np.float64), [1, 1],
+                         [(1, 1), (1, 1)], [1, 1], [1, 1]) + bias, 0)
+    b, h, w, o = r.shape
+    ph, pw = (h - win[0]) // strides[0] + 1, (w - win[1]) // strides[1] + 1
+    out = np.full((b, ph, pw, o), init, np.float64)
+    for i in range(ph):
+        for j in range(pw):
+            patch = r[:, i * strides[0]:i * strides[0] + win[0],
+                      j * strides[1]:j * strides[1] + win[1]]
+            part = patch.max(axis=(1, 2)) if fold == "maximum" else patch.sum(axis=(1, 2))
+            out[:, i, j] = np.maximum(out[:, i, j], part) if fold == "maximum" else \
+                out[:, i, j] + part
+    return out, r
+
+
+POOLS = [  # lhs, weights, window, body, init
+    ((4, 16, 16, 3), (3, 3, 3, 8), (2, 2), "maximum", "0xFF800000"),
+    ((5, 2, 5, 4), (3, 3, 4, 6), (2, 1), "maximum", "0xFF800000"),
+    ((2, 6, 8, 5), (3, 3, 5, 4), (3, 2), "add", "1.5"),
+]
+
+
+@pytest.mark.parametrize("case", POOLS)
+def test_pooling_runs_in_the_conv_kernel(case: tuple) -> None:
+    ls, ws, win, body, init = case
+    text = _pool_text(ls, ws, "f32", win, win, body, init)
+    assert kernels(text) == ["k0_conv_reduce_window"]
+    x, k, bias = rand(ls), rand(ws), rand((ws[3],))
+    want, _ = _pool_ref(x, k, bias, win, win, body, -np.inf if init[0] == "0" else 1.5)
+    np.testing.assert_allclose(run(text, x, k, bias)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_pooling_stays_separate_when_windows_overlap_or_values_escape() -> None:
+    ls, ws = (2, 9, 9, 3), (3, 3, 3, 4)
+    x, k, bias = rand(ls), rand(ws), rand((4,))
+    text = _pool_text(ls, ws, "f32", (3, 3), (2, 2), "maximum", "0xFF800000")
+    assert kernels(text) == ["k0_conv_maximum", "k1_reduce_window"]
+    want, _ = _pool_ref(x, k, bias, (3, 3), (2, 2), "maximum", -np.inf)
+    np.testing.assert_allclose(run(text, x, k, bias)[0], want, rtol=1e-4, atol=1e-4)
+    ls = (2, 8, 8, 3)
+    x = rand(ls)
+    text = _pool_text(ls, ws, "f32", (2, 2), (2, 2), "maximum", "0xFF800000", True)
+    assert kernels(text) == ["k0_conv_maximum", "k1_reduce_window"]
+    want, relu = _pool_ref(x, k, bias, (2, 2), (2, 2), "maximum", -np.inf)
+    got = run(text, x, k, bias)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], relu, rtol=1e-4, atol=1e-4)
+
+
+def test_f16_pooling_in_the_conv_kernel() -> None:
+    ls, ws = (2, 6, 6, 4), (3, 3, 4, 8)
+    text = _pool_text(ls, ws, "f16", (2, 2), (2, 2), "maximum", "0xFC00")
+    assert kernels(text)[-1] == "k1_conv_reduce_window"  # after the f32 weights
+    x, k, bias = rand(ls, np.float16), rand(ws, np.float16), rand((8,), np.float16)
+    want, _ = _pool_ref(x, k, bias, (2, 2), (2, 2), "maximum", -np.inf)
+    got = run(text, x, k, bias)[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=3e-2)

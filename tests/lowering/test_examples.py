@@ -29,10 +29,10 @@ def test_model_matches_jax(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "count"), [("mlp", 4), ("transformer_block", 11),
-                                             ("cnn", 5)])
+                                             ("cnn", 3)])
 def test_model_kernel_count(name: str, count: int) -> None:
     """Fusion pins: gemm epilogues, row-fused softmax/layernorm, transposed and
     flattened gemm operands without copies (mlp was 7 kernels, the transformer block 17,
     the cnn 8 before row fusion and transposed operands, 7 before the one-kernel
-    convolution of conv_gemm)."""
+    convolution of conv_gemm, 5 before pooling in it)."""
     assert len(kernels((EXAMPLES / f"{name}.mlir").read_text())) == count
