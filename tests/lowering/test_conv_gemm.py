@@ -165,13 +165,15 @@ def _pool_text(ls: tuple[int, ...], ws: tuple[int, ...], t: str, win: tuple[int,
     return module(f"(%x: {ty(*ls)}, %k: {ty(*ws)}, %bias: {ty(o)}) -> ({results})", f"""
   %c = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
       window = {{stride = [1, 1], pad = [[1, 1], [1, 1]]}}
-      {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}} : ({ty(*ls)}, {ty(*ws)}) -> {full}
+      {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}}
+      : ({ty(*ls)}, {ty(*ws)}) -> {full}
   %bb = stablehlo.broadcast_in_dim %bias, dims = [3] : ({ty(o)}) -> {full}
   %a = stablehlo.add %c, %bb : {full}
   %z = stablehlo.constant dense<0.0> : {full}
   %r = stablehlo.maximum %a, %z : {full}
   %i = stablehlo.constant dense<{init}> : {ty()}
-  %p = "stablehlo.reduce_window"(%r, %i) <{{window_dimensions = array<i64: 1, {win[0]}, {win[1]}, 1>,
+  %p = "stablehlo.reduce_window"(%r, %i) <{{
+      window_dimensions = array<i64: 1, {win[0]}, {win[1]}, 1>,
       window_strides = array<i64: 1, {strides[0]}, {strides[1]}, 1>}}> ({{
     ^bb0(%u: {ty()}, %v: {ty()}):
       %m = stablehlo.{body} %u, %v : {ty()}
