@@ -28,6 +28,9 @@ from frontend.lower.sort import Rows, _groups, _items
 MAX_K = 32
 """Largest k streamed; larger ones sort the rows (:func:`frontend.lower.sort.top_k`)."""
 
+CHUNK = 16
+"""Elements tested together before any enters the buffer."""
+
 Source = Callable[[Fused, list[IndexExpr]], str]
 
 
@@ -69,20 +72,52 @@ def streamed_top_k(lw: FuncLowering, op: Op, source: Source) -> None:
 def _stream(f: Fused, rows: Rows, kk: int, first: list[IndexExpr], source: Source,
             t: str) -> list[str]:
     """The indices (in the row, descending by key, ties by index) of the row's ``kk``
-    greatest elements."""
+    greatest elements: chunks of :data:`CHUNK` are skipped at once when none of their
+    elements would enter (a branch-free test the compiler vectorises), the rest of the
+    row element by element."""
     k = f.k
     kt = key_type(t)
-    zero_key, zero = k.const(0, kt), k.idx(0)
-    types_ = [kt] * kk + ["index"] * kk
-    with k.loop(0, rows.n, [zero_key] * kk + [zero] * kk, types_) as loop:
+    state = [k.const(0, kt)] * kk + [k.idx(0)] * kk
+    whole = rows.n - rows.n % CHUNK
+    if whole:
+        with k.loop(0, whole, state, _types(kt, kk), step=CHUNK) as chunks:
+            c = chunks.var
+            last = chunks.carried[kk - 1]
+            keys = [order_key(f, source(f, _at(rows, first, k.iadd(c, j))), t)
+                    for j in range(CHUNK)]
+            enters = k.cmp("lt", c, k.idx(kk), "index")
+            for key in keys:
+                enters = k.arith("or", enters, k.cmp("gt", key, last, kt), "i1")
+            chunks.yields = _if(k, enters, _types(kt, kk),
+                                lambda: _elements(f, rows, (first, c, k.iadd(c, CHUNK)),
+                                                  source, t, chunks.carried),
+                                chunks.carried)
+        state = chunks.results
+    if whole < rows.n:
+        state = _elements(f, rows, (first, whole, rows.n), source, t, state)
+    return state[kk:]
+
+
+def _types(kt: str, kk: int) -> list[str]:
+    return [kt] * kk + ["index"] * kk
+
+
+def _elements(f: Fused, rows: Rows, span: tuple[list[IndexExpr], IndexExpr, IndexExpr],
+              source: Source, t: str, state: list[str]) -> list[str]:
+    """The buffer ``state`` (keys, then indices) after the elements [lo, hi) of the row
+    at ``first``, one at a time."""
+    k = f.k
+    first, lo, hi = span
+    kk, kt = len(state) // 2, key_type(t)
+    with k.loop(lo, hi, state, _types(kt, kk)) as loop:
         keys, idxs = loop.carried[:kk], loop.carried[kk:]
         key = order_key(f, source(f, _at(rows, first, loop.var)), t)
         filling = k.cmp("lt", loop.var, k.idx(kk), "index")
         enters = k.arith("or", filling, k.cmp("gt", key, keys[-1], kt), "i1")
-        loop.yields = _if(k, enters, types_,
+        loop.yields = _if(k, enters, _types(kt, kk),
                           lambda: _insert(k, (key, loop.var), keys, idxs, kt),
                           loop.carried)
-    return loop.results[kk:]
+    return loop.results
 
 
 def _insert(k: KernelBuilder, new: tuple[str, str], keys: list[str], idxs: list[str],
