@@ -24,8 +24,10 @@ from tensorlang.syntax.scope import Scope, loc_of
 from tensorlang.syntax.typeparse import build_type
 
 Node = Tree | Token
-MAX_DEPTH = 100
-"""Regions nest at most this deep (deeper nesting is rejected, not a Python crash)."""
+MAX_DEPTH = 40
+"""Regions nest at most this deep (deeper nesting is rejected, not a Python crash); the
+passes, the scheduler and the code generator recurse per level, so every program the
+parser accepts also compiles (tests/backend/test_op_table_builds.py)."""
 
 
 class Builder:

@@ -141,3 +141,23 @@ def test_every_verified_instruction_builds(name: str) -> None:
     assert count > 0
     module = backend_opencl.compile(text)
     assert module.kernels
+
+
+@pytest.mark.parametrize("head", ["for %i{k} = 0, %n", "if %p", "parallel_then_if"])
+def test_deepest_nesting_the_parser_accepts_builds(head: str) -> None:
+    """Regions nested as deep as the parser allows still compile (no RecursionError)."""
+    from tensorlang.syntax.builder import MAX_DEPTH
+
+    depth = MAX_DEPTH - 1
+    body = ("%z = constant 0 : index\n%x = load %v[%z] : memref<f32x?>\n"
+            "store %x, %v[%z] : memref<f32x?>\n")
+    text = ("func @deep(%n: index, %p: i1, %v: memref<f32x?>) {\n"
+            + "".join(_head(head, k) + " {\n" for k in range(depth)) + body
+            + "}\n" * depth + "}\n")
+    assert backend_opencl.compile(text).kernels
+
+
+def _head(head: str, k: int) -> str:
+    if head == "parallel_then_if":  # an SPMD region holding if regions
+        return "parallel" if k == 0 else "if %p"
+    return head.format(k=k)

@@ -460,7 +460,7 @@ def test_reference_examples_through_tensorlang_parse() -> None:
 def test_nesting_limit_is_an_error_not_a_crash() -> None:
     depth = 150
     text = "func @k() {\n" + "parallel {\n" * depth + "}\n" * depth + "}\n"
-    assert "regions are nested more than 100 deep" in error_of(text)
+    assert "regions are nested more than 40 deep" in error_of(text)
 
 
 # -- result-type inference (tensorlang.ir.infer) --------------------------------------
