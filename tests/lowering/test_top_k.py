@@ -89,7 +89,7 @@ def test_streamed_bool() -> None:
     check(RNG.integers(0, 2, size=(3, 50)).astype(np.bool_), 5)
 
 
-@pytest.mark.parametrize("n,k", [(1, 1), (5, 5), (9, 8), (1024, 8), (700, MAX_K),
+@pytest.mark.parametrize("n,k", [(1, 1), (5, 5), (9, 8), (16, 3), (48, 20), (1024, 8), (700, MAX_K),
                                  (200, MAX_K + 1), (64, 64)])
 def test_sizes(n: int, k: int) -> None:
     """Streamed (k <= MAX_K, k = n included) and sorted (k > MAX_K) forms."""
