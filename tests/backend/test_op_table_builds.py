@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import backend_opencl
 import tensorlang
@@ -161,3 +162,36 @@ def _head(head: str, k: int) -> str:
     if head == "parallel_then_if":  # an SPMD region holding if regions
         return "parallel" if k == 0 else "if %p"
     return head.format(k=k)
+
+
+def _random_programs() -> object:
+    """The tensor-language tests' random-program strategy (tests are not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tensorlang" / "strategies.py"
+    spec = importlib.util.spec_from_file_location("tensorlang_test_strategies", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module.programs()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(_random_programs())
+def test_random_programs_that_verify_build(program: tensorlang.Program) -> None:
+    """A random program either fails verification or builds (a static out-of-bounds
+    access is a diagnostic of the check-bounds pass, also a CompileError)."""
+    text = str(program)
+    try:
+        tensorlang.parse(text, "random.tl")
+    except CompileError:
+        return
+    try:
+        backend_opencl.compile(text)
+    except CompileError as err:
+        assert "out of bounds" in str(err), str(err)
