@@ -16,7 +16,8 @@ features per group x kernel window and ``Og`` output features per group:
   multiplies (work-groups = group x tile of result rows) and one more kernel scatters
   the result.  f16/bf16 accumulate in f32.
 
-Contractions shorter than ``DIRECT_K`` use the direct kernel of :mod:`conv_direct`.
+Contractions shorter than ``DIRECT_K``, and depthwise windows up to ``DEPTHWISE_K`` taps,
+use the direct kernel of :mod:`conv_direct`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ DIRECT_K = 16
 """Contractions (input features per group x window) shorter than this use the direct loop
 of :mod:`frontend.lower.conv_direct`: no im2col buffer for a tiny gemm, and its rounding
 (separate multiply and add) matches XLA's where products cancel."""
+
+DEPTHWISE_K = 64
+"""Depthwise convolutions (one input feature per group) with windows up to this many taps
+also use the direct kernel: its loop runs along the features, where a gemm per group has
+one column per output feature (5x5 on 8x32x32x32: 19.8 -> 1.8 ms a call)."""
 
 Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
 
@@ -91,7 +97,7 @@ def convolution(lw: FuncLowering, op: Op) -> None:
     if t == "i1":
         raise CompileError.at(op.loc, "'stablehlo.convolution' on i1 is not supported yet")
     cs = _shape(op)
-    if cs.k < DIRECT_K:
+    if cs.k < DIRECT_K or (cs.feature_groups and cs.in_features == 1 and cs.k <= DEPTHWISE_K):
         direct_convolution(lw, op)
         return
     n = types.size(op.result)

@@ -141,3 +141,21 @@ def test_empty_input_window_reads_only_padding() -> None:
                  "pad = [[1, 1], [0, 0]]", 4, 1, NHWC)
     got = run(text, rand((1, 0, 3, 4)), rand((1, 1, 1, 4)))[0]
     np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 4), np.float32))
+
+
+@pytest.mark.parametrize(("window", "names"), [((5, 5), ["k0_conv"]),
+                                               ((9, 9), ["k0_im2col", "k1_weights", "k2_dot",
+                                                         "k3_conv_out"])])
+def test_depthwise_windows_up_to_depthwise_k_are_direct(
+        window: tuple[int, int], names: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conv, "DIRECT_K", 16)
+    ls, ws = (2, 10, 9, 8), (*window, 1, 16)
+    pad = [(window[0] // 2,) * 2, (window[1] // 2,) * 2]
+    text = _text(ls, ws, (2, 10, 9, 16), "f32", _window([1, 1], pad, [1, 1], [1, 1]), 8, 1,
+                 NHWC)
+    lowered = lower_function(frontend.parse(text))
+    assert [line.split("(")[0][len("func @"):] for line in lowered.kernels.splitlines()
+            if line.startswith("func @")] == names
+    x, w = rand(ls), rand(ws)
+    want = _nhwc(x, w, [1, 1], pad, [1, 1], [1, 1], 8)
+    np.testing.assert_allclose(run(text, x, w)[0], want, rtol=1e-4, atol=1e-4)
