@@ -16,9 +16,16 @@ from tensorlang.diagnostics import TlcError
 
 def _read(path: str) -> str:
     try:
-        return Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as err:
         raise TlcError(f"{path}: error: cannot read file: {err.strerror}") from None
+    try:  # newlines translated as read_text() does
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise TlcError(f"{path}:{line}:{col}: error: the file is not UTF-8 text (byte "
+                       f"0x{data[err.start]:02x})") from None
 
 
 def _is_stablehlo(path: str) -> bool:

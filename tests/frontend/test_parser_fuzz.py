@@ -108,3 +108,26 @@ def test_program_with_a_big_splat_constant_runs() -> None:
     x = np.random.default_rng(5).standard_normal((512, 512)).astype(np.float32)
     (out,) = backend_opencl.compile_stablehlo(text)(x)
     np.testing.assert_allclose(out, x + np.float32(0.25), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["bad.mlir", "bad.tl"])
+def test_cli_reports_a_file_that_is_not_utf8(tmp_path: Path, name: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Bytes that are no UTF-8 text are a located error, not a UnicodeDecodeError."""
+    from backend_opencl.cli import main
+
+    path = tmp_path / name
+    path.write_bytes(b"func @k() {\r\n  \xff\xfe\n}\n")
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2:3: error: the file is not UTF-8 text (byte 0xff)"), err
+
+
+def test_cli_reads_crlf_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Windows line ends read as before (errors keep their line numbers)."""
+    from backend_opencl.cli import main
+
+    path = tmp_path / "k.tl"
+    path.write_bytes(b"func @k() {\r\n  %x = constant 1 : i32\r\n  %x = constant 2 : i32\r\n}\r\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err.startswith(f"{path}:3:")
