@@ -106,6 +106,10 @@ OWNERS = 4
 """Work-groups that split the result of a scatter with possibly repeated indices."""
 OWNED_MIN = 4096
 """Results at least this large (with as many updates) are split among ``OWNERS``."""
+FUSED_COPY_MAX = 1 << 16
+"""Other scatters with repeated indices and at most this many result elements write
+the inputs in their own kernel (one launch less); larger ones copy them in parallel
+first."""
 WINDOW_MIN = 16
 """Scatters whose free window (:func:`_free_window`) has this many elements are
 parallel over it."""
@@ -134,21 +138,24 @@ def scatter(lw: FuncLowering, op: Op) -> None:
     unique = op.attr("unique_indices", False) is True
     if nu and n and not unique and prod(ushape[u] for u, _ in free) >= WINDOW_MIN:
         _window_scatter(lw, op, outs, free)
-        for r, out in zip(op.results, outs, strict=True):
-            lw.bind(r, out)
-        return
-    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
-        lw.compute_into(v, out)
-    if nu and unique:
-        with lw.kernel("scatter_unique") as (k, f):
-            with k.elements(nu) as i:
-                _apply_update(f, op, outs, k.delinearize(i, ushape))
-        lw.launch_last(num_groups(nu))
+    elif not unique and 0 < n <= FUSED_COPY_MAX:
+        _owned_scatter(lw, op, outs, _owners(n, nu), copy=True)
     else:
-        owners = OWNERS if n >= OWNED_MIN and nu >= OWNED_MIN else 1
-        _owned_scatter(lw, op, outs, owners)
+        for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+            lw.compute_into(v, out)
+        if nu and unique:
+            with lw.kernel("scatter_unique") as (k, f):
+                with k.elements(nu) as i:
+                    _apply_update(f, op, outs, k.delinearize(i, ushape))
+            lw.launch_last(num_groups(nu))
+        elif n:
+            _owned_scatter(lw, op, outs, _owners(n, nu))
     for r, out in zip(op.results, outs, strict=True):
         lw.bind(r, out)
+
+
+def _owners(n: int, nu: int) -> int:
+    return OWNERS if n >= OWNED_MIN and nu >= OWNED_MIN else 1
 
 
 def _free_window(op: Op) -> list[tuple[int, int]]:
@@ -245,19 +252,33 @@ def _merge(rank: int, dims_a: list[int], idx_a: list[IndexExpr], dims_b: list[in
     return out
 
 
-def _owned_scatter(lw: FuncLowering, op: Op, outs: list[int], owners: int) -> None:
-    """Work-group g applies, in order, the updates whose target lies in its part."""
-    ushape = types.shape(op.operand_group("updates")[0])
-    part = -(-prod(types.shape(op.results[0])) // owners)
+def _owned_scatter(lw: FuncLowering, op: Op, outs: list[int], owners: int,
+                   copy: bool = False) -> None:
+    """Work-group g applies, in order, the updates whose target lies in its part (after
+    writing the inputs there, with ``copy``)."""
+    ushape, shape = types.shape(op.operand_group("updates")[0]), types.shape(op.results[0])
+    n = prod(shape)
+    part = -(-n // owners)
     with lw.kernel("scatter") as (k, f):
         owned = None
+        lo: IndexExpr = 0
         if owners > 1:
             lo = k.imul(k.emit("group_id", "g"), part)
             owned = (k.idx(lo), k.idx(k.iadd(lo, part)))
         with k.block(f"foreach %one_item = {k.idx(0)}, {k.idx(1)} : index {{"):
+            if copy:
+                hi = k.iadd(lo, part) if n % part == 0 else _imin(k, k.iadd(lo, part), n)
+                with k.loop(lo, hi, [], []) as each:
+                    idx = k.delinearize(each.var, shape)
+                    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+                        k.store(f.value(v, idx), out, types.elem(v), n, each.var)
             with k.loop(0, prod(ushape), [], []) as loop:
                 _apply_update(f, op, outs, k.delinearize(loop.var, ushape), owned)
     lw.launch_last(owners)
+
+
+def _imin(k: KernelBuilder, a: IndexExpr, b: int) -> str:
+    return k.select(k.cmp("lt", k.idx(a), k.idx(b), "index"), k.idx(a), k.idx(b), "index")
 
 
 def _owns(k: KernelBuilder, at: IndexExpr, owned: tuple[str, str]) -> str:
