@@ -6,9 +6,10 @@ indices, descending) in loop-carried scalars.  An element enters only when it is
 strictly greater than the buffer's last (or the buffer is not full yet), so among equal
 keys the lower index stays first, as in the stable descending sort the op is defined
 by; the entry is an insertion network of selects.  With random data an insertion is
-rare (about ``k ln(n / k)`` per row), so a row costs about one load and one compare per
-element.  The values are read again at the k winning indices at the end (producers
-fuse), so the buffer holds only integer keys.
+rare (about ``k ln(n / k)`` per row), and chunks of :data:`CHUNK` elements none of which
+would enter are skipped by one branch-free (vectorisable) test, so a long row costs about
+one load and one compare per element.  The values are read again at the k winning
+indices at the end (producers fuse), so the buffer holds only integer keys.
 
 The order is :func:`order_key`'s, the one :func:`frontend.lower.sort._greater` uses
 (IEEE total order for floats: NaNs above infinity, -0.0 below 0.0).
@@ -63,7 +64,7 @@ def streamed_top_k(lw: FuncLowering, op: Op, source: Source) -> None:
             with _items(k, rows.count) as row:
                 first = rows.start(k, row)
                 winners = _stream(f, rows, kk, first, source, types.elem(operand))
-                _store(f, op, outs, (row, first), winners, source)
+                _store(f, op, outs, rows, (row, first), winners, source)
         lw.launch_last(_groups(rows.count))
     for res, out in zip(op.results, outs, strict=True):
         lw.bind(res, out)
@@ -154,8 +155,8 @@ def _if(k: KernelBuilder, cond: str, ts: list[str], then: Callable[[], list[str]
     return names
 
 
-def _store(f: Fused, op: Op, outs: list[int], row: tuple[str, list[IndexExpr]],
-           winners: list[str], source: Source) -> None:
+def _store(f: Fused, op: Op, outs: list[int], rows: Rows,
+           row: tuple[str, list[IndexExpr]], winners: list[str], source: Source) -> None:
     """Write the values at the winning indices and the indices of row ``row``."""
     k = f.k
     r, first = row
@@ -164,14 +165,8 @@ def _store(f: Fused, op: Op, outs: list[int], row: tuple[str, list[IndexExpr]],
     size = types.size(op.results[0])
     for p, j in enumerate(winners):
         at = k.iadd(k.imul(r, kk), p)
-        k.store(source(f, _at(rows_of(op), first, j)), outs[0], vt, size, at)
+        k.store(source(f, _at(rows, first, j)), outs[0], vt, size, at)
         k.store(k.cast(j, "index", it), outs[1], it, size, at)
-
-
-def rows_of(op: Op) -> Rows:
-    """The rows of top_k's operand (along its last dimension)."""
-    shape = types.shape(op.operand("operand"))
-    return Rows(shape, len(shape) - 1)
 
 
 def _at(rows: Rows, first: list[IndexExpr], j: IndexExpr) -> list[IndexExpr]:
