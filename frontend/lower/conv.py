@@ -101,16 +101,18 @@ def convolution(lw: FuncLowering, op: Op) -> None:
         direct_convolution(lw, op)
         return
     n = types.size(op.result)
-    direct = cs.groups == 1 and _natural_out(op)
+    natural = _natural_out(op)
+    direct = cs.groups == 1 and natural
     acc = _WIDE.get(t, t)
-    one_kernel = n > 0 and direct and tile_rows(cs.k, cs.out_spatial, elem_bytes(acc)) > 0
-    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel else plan_epilogue
-    if n > 0 and direct and lw.defer_to_epilogue(op, planner):
+    local = tile_rows(cs.k, cs.out_spatial, elem_bytes(acc), 1, 0 if natural else cs.out_per_group)
+    one_kernel = n > 0 and cs.groups == 1 and local > 0
+    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel and natural else plan_epilogue
+    if (one_kernel or (n > 0 and direct)) and lw.defer_to_epilogue(op, planner):
         return
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
     if one_kernel:
         implicit_gemm(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
-                      _patch_element(op, cs, acc), _weights(lw, op, cs, acc))
+                      (_patch_element(op, cs, acc), _weights(lw, op, cs, acc)), cs.out_spatial)
         return
     if n > 0 and direct:
         patches, weights = _operands(lw, op, cs, acc)

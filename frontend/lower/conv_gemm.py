@@ -57,16 +57,22 @@ def elem_bytes(t: str) -> int:
 
 
 def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
-                  element: Element, weights: int) -> None:
+                  operands: tuple[Element, int], sp: list[int]) -> None:
     """``op``'s result = patches @ weights in one kernel: ``sizes`` = (output batch, ``K``,
-    ``O``); ``element(k, f, [0, m, kk])`` is the patch element (as for the im2col buffer);
-    ``weights`` is the ``[K, O]`` buffer."""
+    ``O``); ``operands`` = the patch element ``element(k, f, [0, m, kk])`` (as for the
+    im2col buffer) and the ``[K, O]`` weights buffer; ``sp`` the output's spatial sizes.
+    A ``[b, 0.., f]`` result is the gemm's own output; any other layout is stored from a
+    local tile (:func:`_scattered`)."""
+    element, weights = operands
+    if list(op.attrs["dimension_numbers"].out) != [  # type: ignore[attr-defined]
+            "b", *(str(i) for i in range(len(sp))), "f"]:
+        _scattered(lw, op, sizes, acc, operands, sp)
+        return
     plan = lw.epilogue(op.result)
     if plan is not None and plan.root.owner.name == "stablehlo.reduce_window":  # type: ignore
-        _pooled(lw, op, sizes, acc, (element, weights), plan)
+        _pooled(lw, op, sizes, acc, operands, plan)
         return
     batch, kk, o = sizes
-    sp = [int(d) for d in types.shape(op.result)[1:-1]]
     row = sp[-1] if sp else 1
     rows_total = batch * prod(sp[:-1])
     per = tile_rows(kk, sp, elem_bytes(acc))
@@ -87,6 +93,66 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     lw.launch_last(tiles)
     if tail is not None:
         lw.bind(tail.root, tail.out)
+
+
+def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
+               operands: tuple[Element, int], sp: list[int]) -> None:
+    """:func:`implicit_gemm` for a result in another layout than ``[b, 0.., f]`` (NCHW):
+    the gemm writes its tile into local memory, then a ``foreach_nd`` (the last spatial
+    index fastest) stores it, through the epilogue, at the result's indices."""
+    batch, kk, o = sizes
+    element, weights = operands
+    plan = lw.epilogue(op.result)
+    root = plan.root if plan is not None else op.result
+    out = lw.buffer_for(root)
+    row = sp[-1] if sp else 1
+    rows_total = batch * prod(sp[:-1])
+    per = tile_rows(kk, sp, elem_bytes(acc), 1, o)
+    tiles = -(-rows_total // per)
+    name = "conv" if plan is None else f"conv_{root.owner.name.split('.')[-1]}"  # type: ignore
+    with lw.kernel(name) as (k, f):
+        r0 = k.imul(k.irem(k.emit("group_id", "g"), tiles), per)
+        nrows = _rows_left(k, r0, per, rows_total)
+        patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows))
+        local = f"memref<{acc}x{o}x{per * row},local>"
+        c = k.emit(f"alloca -> {local}", "l")
+        n = k.imul(nrows, row)
+        cview = k.emit(f"subview {c}[:,0:{n}] : {local}", "v")
+        _gemm(k, (weights, patches), acc, (kk, o, per * row, n),
+              (cview, f"memref<{acc}x{o}x{_size_text(n)},strided<1,{o}>,local>"))
+        _store_tile(k, f, (op, root), (c, local), (batch, sp, o), (r0, nrows), out)
+    lw.launch_last(tiles)
+    lw.bind(root, out)
+
+
+def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[str, str],
+                shape: tuple[int, list[int], int], rows: tuple[IndexExpr, IndexExpr],
+                out: int) -> None:
+    """Store the local ``O x R*Wo`` tile at the result's indices (the epilogue's root)."""
+    op, root = values
+    batch, sp, o = shape
+    r0, nrows = rows
+    tile, local = c
+    dn = op.attrs["dimension_numbers"]
+    full = types.shape(root)
+    t = types.elem(op.result)
+    row = sp[-1] if sp else 1
+    names, head = _foreach(k, [row, o, nrows], "s")
+    with k.block(head):
+        x, oo, ry = names
+        b, *ys = _row_coords(k, k.iadd(r0, ry), batch, sp)
+        oidx: list[IndexExpr] = [0] * len(full)
+        oidx[dn.out.index("b")], oidx[dn.out.index("f")] = b, oo  # type: ignore[attr-defined]
+        for d, i in zip(dn.spatial(dn.out), [*ys, x] if sp else [], strict=True):  # type: ignore
+            oidx[d] = i
+        col = k.iadd(k.imul(ry, row), x)
+        elem = k.emit(f"load {tile}[{k.idx(oo)}, {k.idx(col)}] : {local}", "x")
+        value = k.cast(elem, _acc(op), t)
+        if root is not op.result:
+            f.bound[op.result] = value
+            value = f.value(root, oidx)
+        k.store(value, out, types.elem(root), prod(full), k.linear(oidx, full))
+    f.bound.pop(op.result, None)
 
 
 def _rows_left(k: KernelBuilder, r0: IndexExpr, per: int, total: int) -> IndexExpr:
@@ -114,7 +180,10 @@ def _foreach(k: KernelBuilder, extents: list[IndexExpr], hint: str) -> tuple[lis
 
 def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], int, int],
                element: Element, rows: tuple[IndexExpr, IndexExpr]) -> str:
-    """The local patches of this tile: an alloca ``K x per*Wo`` filled by one foreach."""
+    """The local patches of this tile: an alloca ``K x per*Wo`` (a position's window
+    contiguous) filled by one foreach with the input features innermost.  (With the
+    positions innermost instead, for NCHW inputs, the clamped padding indices made the
+    loads a gather: 2-3x slower on PoCL.)"""
     batch, sp, kk, per = shape
     r0, nrows = rows
     row = sp[-1] if sp else 1
@@ -122,11 +191,9 @@ def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], 
     rs = types.shape(op.operand("rhs"))
     window = [rs[d] for d in dn.spatial(dn.rhs)]  # type: ignore[attr-defined]
     fin = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
-    acc = _acc(op)
-    local = f"memref<{acc}x{kk}x{per * row},local>"
+    local = f"memref<{_acc(op)}x{kk}x{per * row},local>"
     tile = k.emit(f"alloca -> {local}", "l")
-    extents: list[IndexExpr] = [fin, *window[::-1], row, nrows]
-    names, head = _foreach(k, extents, "p")
+    names, head = _foreach(k, [fin, *window[::-1], row, nrows], "p")
     with k.block(head):
         fi, ws, x, ry = names[0], names[1:-2][::-1], names[-2], names[-1]
         coords = _row_coords(k, k.iadd(r0, ry), batch, sp)

@@ -242,3 +242,35 @@ def test_f16_pooling_in_the_conv_kernel() -> None:
     got = run(text, x, k, bias)[0]
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=3e-2)
+
+
+NCHW_BIAS = """
+  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+      window = {stride = [2, 1], pad = [[1, 1], [0, 2]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<3x4x9x7xf32>, tensor<6x4x3x3xf32>) -> tensor<3x6x5x7xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<6xf32>) -> tensor<3x6x5x7xf32>
+  %2 = stablehlo.add %0, %1 : tensor<3x6x5x7xf32>
+  %3 = stablehlo.tanh %2 : tensor<3x6x5x7xf32>
+  return %3 : tensor<3x6x5x7xf32>"""
+
+
+def test_nchw_result_with_epilogue_is_one_kernel_after_the_weights() -> None:
+    text = module("(%x: tensor<3x4x9x7xf32>, %k: tensor<6x4x3x3xf32>, %b: tensor<6xf32>)"
+                  " -> tensor<3x6x5x7xf32>", NCHW_BIAS)
+    assert kernels(text) == ["k0_weights", "k1_conv_tanh"]
+    x, k, b = rand((3, 4, 9, 7)), rand((6, 4, 3, 3)), rand((6,))
+    want = np.tanh(conv_ref(x, k, [2, 1], [(1, 1), (0, 2)], [1, 1], [1, 1])
+                   + b[None, :, None, None])
+    np.testing.assert_allclose(run(text, x, k, b)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_odd_result_layout_and_a_partial_tile() -> None:
+    x, w = rand((5, 3, 6, 4)), rand((4, 3, 2, 3))
+    dims = "[b, f, 0, 1]x[o, i, 0, 1]->[1, f, b, 0]"
+    text = _text((5, 3, 6, 4), (4, 3, 2, 3), (4, 4, 5, 6), "f32",
+                 "pad = [[1, 0], [1, 1]]", 1, 1, dims)
+    assert kernels(text) == ["k0_weights", "k1_conv"]
+    ref = conv_ref(x, w, [1, 1], [(1, 0), (1, 1)], [1, 1], [1, 1])
+    np.testing.assert_allclose(run(text, x, w)[0], ref.transpose(3, 1, 0, 2), rtol=1e-4,
+                               atol=1e-4)
