@@ -16,6 +16,11 @@ last spatial dimension, ``Wo`` of them; ``R * Wo`` about :data:`TILE` positions)
 Against an im2col buffer in global memory this saves a launch and the buffer's traffic
 (``K`` floats per output position written once and read once).  Tiles that would need
 more than :data:`LOCAL_BYTES` of local memory keep the separate im2col kernel.
+
+Two variants write the gemm's tile into local memory instead: a result in another layout
+(NCHW) is stored from it at the result's indices (:func:`_scattered`), and a pooling
+``reduce_window`` that consumes the epilogue (:func:`pool_planner`) folds it window by
+window, so only the pooled result reaches global memory (:func:`_pooled`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from frontend.lower.reduce import _ints, _padding
 TILE = 32
 """Output positions per work-group (whole rows: at least one row)."""
 LOCAL_BYTES = 32 * 1024
-"""The most local memory one tile of patches may take (GPUs offer 48 KiB or more)."""
+"""The most local memory one work-group's tiles (patches, and the gemm's output where it
+stays local) may take (GPUs offer 48 KiB or more)."""
 
 Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
 
