@@ -53,9 +53,13 @@ def _device(device: Any) -> Any:
     return device if isinstance(device, Device) else get_device(device)
 
 
-def _after_passes(program: Program, check_bounds: bool = False) -> Program:
+def _after_passes(program: Program, check_bounds: bool = False,
+                  contracts: dict[str, tuple[Any, ...]] | None = None) -> Program:
     """A copy of ``program`` after the back end's pass pipeline (with ``check_bounds``,
-    ``check-bounds`` also marks the accesses that need run-time guards)."""
+    ``check-bounds`` also marks the accesses that need run-time guards).  With
+    ``contracts``, each function's launch checks are put there and, without
+    ``check_bounds``, the accesses the host cannot check get run-time guards (with it,
+    every access is guarded and only the checks of group member indices are kept)."""
     from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
 
     work = copy.deepcopy(program)
@@ -63,25 +67,50 @@ def _after_passes(program: Program, check_bounds: bool = False) -> Program:
     if check_bounds:  # last: the loads and stores other passes create are marked too
         pipeline += ",check-bounds{guards=true}"
     run_pipeline(work, pipeline)
+    if contracts is not None:
+        contracts.update(_launch_contracts(work, guard=not check_bounds))
     return work
 
 
-def lower(program: Program, target: Target | None = None,
-          check_bounds: bool = False) -> EmittedProgram:
+def _launch_contracts(program: Program, guard: bool) -> dict[str, tuple[Any, ...]]:
+    """Each function's launch checks (``tensorlang.schedule.launch``); with ``guard``,
+    mark the instructions they cannot cover for run-time guards."""
+    from tensorlang.schedule.launch import contract
+    from tensorlang.verify.bounds import GUARD, size_pairs
+
+    found = {}
+    for func in program.functions:
+        terms = contract(func, size_pairs)
+        if guard:
+            for inst, mark in terms.residual:
+                inst.attrs[GUARD] = mark
+            found[func.name] = terms.checks
+        else:  # every access is guarded: keep what guards cannot see, a member index
+            found[func.name] = tuple(c for c in terms.checks if c.kind == "member")
+    return found
+
+
+def lower(program: Program, target: Target | None = None, check_bounds: bool = False,
+          contracts: dict[str, tuple[Any, ...]] | None = None) -> EmittedProgram:
     """Run the back end's passes on a copy of ``program`` and generate OpenCL C
-    (``check_bounds``: with run-time bounds guards, docs/abi.md)."""
+    (``check_bounds``: with run-time bounds guards, docs/abi.md; ``contracts``: filled
+    with the launch checks, and the accesses they cannot cover guarded)."""
     from backend_opencl.emit import DEFAULT_TARGET, emit_program
 
-    return emit_program(_after_passes(program, check_bounds), target or DEFAULT_TARGET)
+    return emit_program(_after_passes(program, check_bounds, contracts),
+                        target or DEFAULT_TARGET)
 
 
 def compile_program(program: Any, device: Any = None, target: Target | None = None,
-                    check_bounds: bool = False) -> Any:
+                    check_bounds: bool = False, launch_checks: bool = True) -> Any:
     """Compile tensor-language text or a Program for ``device``; return a Module.
 
     ``target`` overrides the code-generation target derived from the device (tests use it
     to run GPU-style tiling on a CPU device).  ``check_bounds`` guards every access isl
     cannot prove in bounds; a violation raises ``BoundsError`` after the launch.
+    ``launch_checks`` (the default): each launch checks the sizes the kernel's accesses
+    need before it runs, and the accesses the host cannot check are guarded (docs/abi.md,
+    "Launch checks"); StableHLO executables, whose plans bind their own buffers, skip it.
     """
     from backend_opencl.module import Module
     from backend_opencl.tune import cached_target
@@ -90,7 +119,9 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     dev = _device(device)
     if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
         target = cached_target(prog, dev, target_from_device(dev))
-    return Module(lower(prog, target, check_bounds), prog, dev)
+    contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
+    emitted = lower(prog, target, check_bounds, contracts)
+    return Module(emitted, prog, dev, checks=contracts)
 
 
 def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
@@ -268,8 +299,8 @@ def _executable(lowered: Any, dev: Any, entry: str, check_bounds: bool = False) 
     from frontend.ir.types import TensorType
 
     program = _kernels_program(lowered)
-    module = compile_program(program, dev, check_bounds=check_bounds) \
-        if program.functions else None
+    module = compile_program(program, dev, check_bounds=check_bounds,
+                             launch_checks=False) if program.functions else None
     arg_dtypes = [t.element.dtype for t in lowered.func.arg_types]
     result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
                      for t in lowered.func.result_types]

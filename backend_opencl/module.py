@@ -73,13 +73,16 @@ class StoredKernel:
     plan: StoredPlan
     abi: tuple[ArgAbi, ...]
     guards: tuple[Any, ...] = field(default=())
+    checks: tuple[Any, ...] = field(default=())
 
     @staticmethod
-    def of(info: Any) -> StoredKernel:
-        """The stored form of a ``KernelInfo`` (argument values detached from the IR)."""
+    def of(info: Any, checks: tuple[Any, ...] = ()) -> StoredKernel:
+        """The stored form of a ``KernelInfo`` (argument values detached from the IR) and
+        its launch checks."""
         abi = tuple(ArgAbi(Value(a.value.type, a.value.name), a.name, a.params)
                     for a in info.abi)
-        return StoredKernel(info.name, info.c_name, StoredPlan(info.plan.work_group_size), abi)
+        return StoredKernel(info.name, info.c_name, StoredPlan(info.plan.work_group_size), abi,
+                            checks=checks)
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,8 @@ class Module:
     """The kernels of one compiled program, callable by name."""
 
     def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
-                 device: Any, written: dict[str, frozenset[int]] | None = None) -> None:
+                 device: Any, written: dict[str, frozenset[int]] | None = None,
+                 checks: dict[str, tuple[Any, ...]] | None = None) -> None:
         self.source = emitted.source
         self.device = device
         names = tuple(info.c_name for info in emitted.kernels.values())
@@ -114,7 +118,9 @@ class Module:
             written = {name: frozenset(written_arguments(program.function(name)))
                        for name in emitted.kernels}
         self.kernels = {
-            name: Kernel(info, self._program, device, written[name])
+            name: Kernel(info, self._program, device, written[name],
+                         checks.get(name, ()) if checks is not None
+                         else getattr(info, "checks", ()))
             for name, info in emitted.kernels.items()
         }
 
@@ -123,7 +129,7 @@ class Module:
         diagnostics need the kernels' IR): source, launch facts and written arguments."""
         if any(k.info.guards for k in self.kernels.values()):
             return None
-        kernels = {name: StoredKernel.of(k.info) for name, k in self.kernels.items()}
+        kernels = {name: StoredKernel.of(k.info, k.checks) for name, k in self.kernels.items()}
         return StoredProgram(self.source, kernels), {n: k.written
                                                       for n, k in self.kernels.items()}
 
@@ -146,15 +152,18 @@ class Kernel:
     """One callable kernel: ``kernel(*args, num_groups=n)``."""
 
     def __init__(self, info: KernelInfo | StoredKernel, program: Any, device: Any,
-                 written: frozenset[int]) -> None:
+                 written: frozenset[int], checks: tuple[Any, ...] = ()) -> None:
         self.info = info
         self.name = info.name
         self.device = device
         self.written = written
+        self.checks = checks
+        """The launch checks (``tensorlang.schedule.launch.LaunchCheck``) run before a launch."""
         self._kernel = launch.get_kernel(program, info.c_name)
-        self._record: Any = None
+        self._records: list[Any] = []  # zeroed bounds-guard records, one per launch in flight
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
         self._max_bytes = max_allocation(device)
+        self._max_groups = launch.max_groups(device, info.plan.work_group_size)
         self._lock = threading.Lock()  # the kernel object's arguments are shared state
 
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
@@ -168,10 +177,16 @@ class Kernel:
                 or num_groups < 0:
             raise LaunchError(f"{self.name}: num_groups must be a non-negative integer, "
                               f"got {num_groups!r}")
+        if num_groups > self._max_groups:
+            raise LaunchError(f"{self.name}: num_groups={num_groups} exceeds the device's "
+                              f"limit of {self._max_groups} work-groups of "
+                              f"{self.info.plan.work_group_size} work-items")
         binders = [self._check(i, a, v, int(num_groups)) for i, (a, v) in
                    enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
             return
+        if self.checks:
+            check_contract(self, args, int(num_groups))
         start = time.perf_counter()
         ctx, queue = self.device.context, self.device.queue
         kernel_args: list[Any] = []
@@ -181,8 +196,9 @@ class Kernel:
             kernel_args += values
             if back is not None:
                 backs.append(back)
-        if self.info.guards:
-            kernel_args.append(memory.device_buffer(self._bounds_record()))
+        record = self._bounds_record() if self.info.guards else None
+        if record is not None:
+            kernel_args.append(memory.device_buffer(record))
         with self._lock:
             event = launch.launch(queue, self._kernel, kernel_args, int(num_groups),
                                   self.info.plan.work_group_size)
@@ -192,21 +208,25 @@ class Kernel:
         if profile.enabled():
             profile.PROFILE.launch(self.name, event)
             profile.PROFILE.call(time.perf_counter() - start)
-        if self.info.guards:
-            self._raise_violation(buffers.download(self._record, RECORD_LONGS))
+        if record is not None:
+            self._raise_violation(record, buffers.download(record, RECORD_LONGS))
 
     def _bounds_record(self) -> Any:
-        """The zeroed bounds-guard error record (kept between launches while it stays 0)."""
-        if self._record is None:
-            self._record = buffers.upload(self.device, np.zeros(RECORD_LONGS, np.int64))
-        return self._record
+        """A zeroed bounds-guard error record of this launch's own (records stay pooled
+        while they stay 0, so concurrent launches never share one)."""
+        with self._lock:
+            if self._records:
+                return self._records.pop()
+        return buffers.upload(self.device, np.zeros(RECORD_LONGS, np.int64))
 
-    def _raise_violation(self, record: np.ndarray) -> None:
-        """Raise BoundsError for the first violation a guard recorded (none: return)."""
+    def _raise_violation(self, buffer: Any, record: np.ndarray) -> None:
+        """Raise BoundsError for the first violation a guard recorded (none: return the
+        record to the pool)."""
         site = int(record[:1].view(np.int32)[0]) - 1  # the claim is the first int
         if site < 0:
+            with self._lock:
+                self._records.append(buffer)
             return
-        self._record = None  # the next launch gets a fresh, zeroed record
         mode, a, b, c, group = (int(x) for x in record[1:6])
         guard = self.info.guards[site]
         raise BoundsError.at(guard.loc, guard.message(mode, a, b, c),
@@ -234,6 +254,89 @@ class Kernel:
 
 
 Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
+
+
+def check_contract(kernel: Kernel, args: tuple[Any, ...], num_groups: int) -> None:
+    """LaunchError when the (already type-checked) arguments violate one of the kernel's
+    launch checks: an access out of bounds or collective sizes that disagree for these
+    dynamic sizes, scalars and ``num_groups`` (docs/abi.md, "Launch checks")."""
+    values: dict[Any, Any] = {}
+
+    def value(q: Any) -> Any:
+        if q not in values:
+            values[q] = _quantity(q, args, num_groups)
+        return values[q]
+
+    for check in kernel.checks:
+        for violation in check.violations:
+            hit = _first_hit(violation, value)
+            if hit is not None:
+                raise LaunchError(_contract_message(kernel, check, violation, value, hit))
+
+
+def _quantity(q: Any, args: tuple[Any, ...], num_groups: int) -> Any:
+    """The value of a launch-check quantity (an array over work-groups for per-group ones)."""
+    if q.kind == "groups":
+        return num_groups
+    if q.kind == "group_id":
+        return np.arange(num_groups, dtype=np.int64)
+    value = args[q.arg]
+    if q.kind == "size":
+        return int(value.shape[q.mode])
+    if q.kind == "scalar":
+        return int(value)
+    members = value.arrays if isinstance(value, Group) else value
+    if q.kind == "members":
+        return len(members)
+    return np.array([members[g].shape[q.mode] for g in range(num_groups)], dtype=np.int64)
+
+
+def _first_hit(forms: tuple[Any, ...], value: Callable[[Any], Any]) -> int | None:
+    """None when one of ``forms`` fails; else the first work-group where all hold (-1:
+    they hold for every work-group)."""
+    holds: Any = True
+    for form in forms:
+        total = form.constant + sum(c * value(q) for q, c in form.terms)
+        holds = holds & ((total == 0) if form.equality else (total >= 0))
+    if isinstance(holds, np.ndarray):
+        hits = np.flatnonzero(holds)
+        return int(hits[0]) if hits.size else None
+    return -1 if holds else None
+
+
+def _contract_message(kernel: Kernel, check: Any, violation: tuple[Any, ...],
+                      value: Callable[[Any], Any], group: int) -> str:
+    abi = kernel.info.abi
+    seen: list[Any] = []
+    for form in violation:
+        seen += [q for q, _ in form.terms if q not in seen]
+    details = ", ".join(_describe(q, value(q), abi, group) for q in seen)
+    if check.arg < 0:
+        where = f"{kernel.name}"
+    else:
+        arg = abi[check.arg]
+        where = f"{kernel.name}: argument {check.arg + 1} (%{arg.value.name}: {arg.type})"
+    if check.kind == "sizes":
+        return f"{where}: {check.what} ({details})"
+    if check.kind == "member":
+        return f"{where}: the {check.what} indexes past the group's members ({details})"
+    mode = f", mode {check.mode}" if check.mode >= 0 else ""
+    return f"{where}{mode}: the {check.what} would access outside the array ({details})"
+
+
+def _describe(q: Any, v: Any, abi: tuple[ArgAbi, ...], group: int) -> str:
+    name = f"%{abi[q.arg].value.name}" if q.arg >= 0 else ""
+    if q.kind == "groups":
+        return f"num_groups = {v}"
+    if q.kind == "group_id":
+        return f"in work-group {group}"
+    if q.kind == "size":
+        return f"{name} mode {q.mode} has size {v}"
+    if q.kind == "scalar":
+        return f"{name} = {v}"
+    if q.kind == "members":
+        return f"{name} has {v} members"
+    return f"member {group} of {name} has size {int(v[group])} in mode {q.mode}"
 
 
 def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:

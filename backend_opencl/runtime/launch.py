@@ -16,6 +16,18 @@ def get_kernel(program: Any, name: str) -> Any:
     return cl.Kernel(program, name)
 
 
+MAX_WORK_ITEMS = 2**31 - 1
+"""The largest first NDRange dimension a launch uses: kernels compute work-item ids in
+``int`` on some paths, and PoCL crashes (SIGILL at 2^32 work-items, aborts from 2^40,
+``std::bad_cast`` at 2^64) instead of failing cleanly beyond 32 bits."""
+
+
+def max_groups(device: Any, work_group_size: tuple[int, int]) -> int:
+    """The most work-groups of ``work_group_size`` one launch on ``device`` may have."""
+    bits = int(getattr(getattr(device, "cl_device", None), "address_bits", 64) or 64)
+    return min(MAX_WORK_ITEMS, 2**bits - 1) // max(1, work_group_size[0])
+
+
 def launch(queue: Any, kernel: Any, args: Sequence[Any], num_groups: int,
            work_group_size: tuple[int, int]) -> Any:
     """Run ``num_groups`` work-groups of ``work_group_size``; return the event."""
