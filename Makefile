@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench setup system-pocl lint clean
+.PHONY: demo test bench setup system-pocl system-oclgrind lint clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -25,6 +25,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-pocl
+	@$(MAKE) --no-print-directory system-oclgrind
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -46,6 +47,25 @@ system-pocl:
 	  fi; \
 	else \
 	  echo "system PoCL: not root or no apt-get; PyPI's PoCL will be used"; \
+	fi
+
+# Oclgrind checks generated kernels for invalid accesses and data races
+# (tests/backend/test_oclgrind.py, docs/devices.md). Never fails: without it those tests skip.
+system-oclgrind:
+	@if [ -e /usr/lib/oclgrind/liboclgrind-rt-icd.so ]; then \
+	  echo "Oclgrind: already installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Oclgrind: installing Debian's oclgrind (apt-get, as root)"; \
+	  if { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq oclgrind >/dev/null 2>&1 \
+	       || { apt-get update -qq -o Acquire::Retries=1 -o Acquire::http::Timeout=30 >/dev/null 2>&1 \
+	            && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq oclgrind >/dev/null 2>&1; }; } \
+	     && [ -e /usr/lib/oclgrind/liboclgrind-rt-icd.so ]; then \
+	    echo "Oclgrind: installed"; \
+	  else \
+	    echo "Oclgrind: install failed; the Oclgrind tests will be skipped"; \
+	  fi; \
+	else \
+	  echo "Oclgrind: not root or no apt-get; the Oclgrind tests will be skipped"; \
 	fi
 
 lint: setup
