@@ -48,6 +48,12 @@ DEPTHWISE_K = 64
 also use the direct kernel: its loop runs along the features, where a gemm per group has
 one column per output feature (5x5 on 8x32x32x32: 19.8 -> 1.8 ms a call)."""
 
+GROUP_O = 16
+"""Grouped convolutions take the one-kernel path (work-group = group x tile) with at least
+this many output features per group; with fewer (4), a gemm per work-group is too narrow
+and the im2col buffer with one gemm per group was faster (56 against 103 ms for 32 groups
+of 4 on 8x32x32x128, noisy)."""
+
 Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
 
 
@@ -104,15 +110,16 @@ def convolution(lw: FuncLowering, op: Op) -> None:
     natural = _natural_out(op)
     direct = cs.groups == 1 and natural
     acc = _WIDE.get(t, t)
-    local = tile_rows(cs.k, cs.out_spatial, elem_bytes(acc), 1, 0 if natural else cs.out_per_group)
-    one_kernel = n > 0 and cs.groups == 1 and local > 0
-    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel and natural else plan_epilogue
+    local = tile_rows(cs.k, cs.out_spatial, elem_bytes(acc), 1, 0 if direct else cs.out_per_group)
+    one_kernel = n > 0 and local > 0 and (cs.groups == 1 or cs.out_per_group >= GROUP_O)
+    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel and direct else plan_epilogue
     if (one_kernel or (n > 0 and direct)) and lw.defer_to_epilogue(op, planner):
         return
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
     if one_kernel:
         implicit_gemm(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
-                      (_patch_element(op, cs, acc), _weights(lw, op, cs, acc)), cs.out_spatial)
+                      (_patch_element(op, cs, acc), _weights(lw, op, cs, acc)), cs.out_spatial,
+                      cs.groups)
         return
     if n > 0 and direct:
         patches, weights = _operands(lw, op, cs, acc)

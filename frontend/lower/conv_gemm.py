@@ -63,16 +63,16 @@ def elem_bytes(t: str) -> int:
 
 
 def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
-                  operands: tuple[Element, int], sp: list[int]) -> None:
+                  operands: tuple[Element, int], sp: list[int], groups: int = 1) -> None:
     """``op``'s result = patches @ weights in one kernel: ``sizes`` = (output batch, ``K``,
-    ``O``); ``operands`` = the patch element ``element(k, f, [0, m, kk])`` (as for the
-    im2col buffer) and the ``[K, O]`` weights buffer; ``sp`` the output's spatial sizes.
-    A ``[b, 0.., f]`` result is the gemm's own output; any other layout is stored from a
-    local tile (:func:`_scattered`)."""
+    ``O`` per group); ``operands`` = the patch element ``element(k, f, [g, m, kk])`` (as
+    for the im2col buffer) and the ``[G, K, O/G]`` weights buffer; ``sp`` the output's
+    spatial sizes.  A ``[b, 0.., f]`` result of one group is the gemm's own output; other
+    layouts, and groups, are stored from a local tile (:func:`_scattered`)."""
     element, weights = operands
-    if list(op.attrs["dimension_numbers"].out) != [  # type: ignore[attr-defined]
+    if groups > 1 or list(op.attrs["dimension_numbers"].out) != [  # type: ignore[attr-defined]
             "b", *(str(i) for i in range(len(sp))), "f"]:
-        _scattered(lw, op, sizes, acc, operands, sp)
+        _scattered(lw, op, (*sizes, groups), acc, operands, sp)
         return
     plan = lw.epilogue(op.result)
     if plan is not None and plan.root.owner.name == "stablehlo.reduce_window":  # type: ignore
@@ -101,12 +101,13 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
         lw.bind(tail.root, tail.out)
 
 
-def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
+def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int, int], acc: str,
                operands: tuple[Element, int], sp: list[int]) -> None:
-    """:func:`implicit_gemm` for a result in another layout than ``[b, 0.., f]`` (NCHW):
-    the gemm writes its tile into local memory, then a ``foreach_nd`` (the last spatial
-    index fastest) stores it, through the epilogue, at the result's indices."""
-    batch, kk, o = sizes
+    """:func:`implicit_gemm` for a result in another layout than ``[b, 0.., f]`` (NCHW) or
+    with ``G`` groups (``sizes`` = (batch, K, O/G, G); work-group = (group, tile)): the
+    gemm writes its tile into local memory, then a ``foreach_nd`` (the last spatial index
+    fastest) stores it, through the epilogue, at the result's indices."""
+    batch, kk, o, groups = sizes
     element, weights = operands
     plan = lw.epilogue(op.result)
     root = plan.root if plan is not None else op.result
@@ -117,27 +118,31 @@ def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
     tiles = -(-rows_total // per)
     name = "conv" if plan is None else f"conv_{root.owner.name.split('.')[-1]}"  # type: ignore
     with lw.kernel(name) as (k, f):
-        r0 = k.imul(k.irem(k.emit("group_id", "g"), tiles), per)
+        g = k.irem(k.emit("group_id", "g"), groups * tiles)
+        grp = k.idiv(g, tiles)
+        r0 = k.imul(k.irem(g, tiles), per)
         nrows = _rows_left(k, r0, per, rows_total)
-        patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows))
+        patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows), grp)
         local = f"memref<{acc}x{o}x{per * row},local>"
         c = k.emit(f"alloca -> {local}", "l")
         n = k.imul(nrows, row)
         cview = k.emit(f"subview {c}[:,0:{n}] : {local}", "v")
         _gemm(k, (weights, patches), acc, (kk, o, per * row, n),
-              (cview, f"memref<{acc}x{o}x{_size_text(n)},strided<1,{o}>,local>"))
-        _store_tile(k, f, (op, root), (c, local), (batch, sp, o), (r0, nrows), out)
-    lw.launch_last(tiles)
+              (cview, f"memref<{acc}x{o}x{_size_text(n)},strided<1,{o}>,local>"),
+              (grp, groups))
+        _store_tile(k, f, (op, root), (c, local), (batch, sp, o), (r0, nrows, grp), out)
+    lw.launch_last(groups * tiles)
     lw.bind(root, out)
 
 
 def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[str, str],
-                shape: tuple[int, list[int], int], rows: tuple[IndexExpr, IndexExpr],
-                out: int) -> None:
-    """Store the local ``O x R*Wo`` tile at the result's indices (the epilogue's root)."""
+                shape: tuple[int, list[int], int],
+                rows: tuple[IndexExpr, IndexExpr, IndexExpr], out: int) -> None:
+    """Store the local ``O/G x R*Wo`` tile of group ``g`` at the result's indices (the
+    epilogue's root); ``rows`` = (first row, rows, g)."""
     op, root = values
     batch, sp, o = shape
-    r0, nrows = rows
+    r0, nrows, grp = rows
     tile, local = c
     dn = op.attrs["dimension_numbers"]
     full = types.shape(root)
@@ -148,7 +153,8 @@ def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[s
         x, oo, ry = names
         b, *ys = _row_coords(k, k.iadd(r0, ry), batch, sp)
         oidx: list[IndexExpr] = [0] * len(full)
-        oidx[dn.out.index("b")], oidx[dn.out.index("f")] = b, oo  # type: ignore[attr-defined]
+        oidx[dn.out.index("b")] = b  # type: ignore[attr-defined]
+        oidx[dn.out.index("f")] = k.iadd(k.imul(grp, o), oo)  # type: ignore[attr-defined]
         for d, i in zip(dn.spatial(dn.out), [*ys, x] if sp else [], strict=True):  # type: ignore
             oidx[d] = i
         col = k.iadd(k.imul(ry, row), x)
@@ -185,7 +191,8 @@ def _foreach(k: KernelBuilder, extents: list[IndexExpr], hint: str) -> tuple[lis
 
 
 def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], int, int],
-               element: Element, rows: tuple[IndexExpr, IndexExpr]) -> str:
+               element: Element, rows: tuple[IndexExpr, IndexExpr],
+               group: IndexExpr = 0) -> str:
     """The local patches of this tile: an alloca ``K x per*Wo`` (a position's window
     contiguous) filled by one foreach with the input features innermost.  (With the
     positions innermost instead, for NCHW inputs, the clamped padding indices made the
@@ -205,7 +212,7 @@ def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], 
         coords = _row_coords(k, k.iadd(r0, ry), batch, sp)
         m = k.linear([*coords, x] if sp else coords, [batch, *sp])
         kidx = k.linear([*ws, fi], [*window, fin])
-        value = element(k, f, [0, m, kidx])
+        value = element(k, f, [group, m, kidx])
         r = k.iadd(k.imul(ry, row), x)
         k.line(f"store {value}, {tile}[{k.idx(kidx)}, {k.idx(r)}] : {local}")
     return tile
@@ -227,14 +234,17 @@ def _global_c(k: KernelBuilder, c: tuple[int, str], sizes: tuple[int, int],
 
 
 def _gemm(k: KernelBuilder, bufs: tuple[int, str], t: str, sizes: tuple[int, int, int, IndexExpr],
-          c: tuple[str, str]) -> None:
-    """C = W (O x K) @ patches[:, 0:n] for ``sizes`` = (K, O, the tile's width, n) and ``c``
-    = (C's O x n view, its type)."""
+          c: tuple[str, str], group: tuple[IndexExpr, int] = (0, 1)) -> None:
+    """C = W (O x K) @ patches[:, 0:n] for ``sizes`` = (K, O, the tile's width, n), ``c``
+    = (C's O x n view, its type) and ``group`` = (g, G): W is group g's ``[K, O]`` block
+    of the ``[G, K, O]`` weights."""
     weights, patches = bufs
     kk, o, width, n = sizes
     cview, ctype = c
-    wssa, wflat = k.param(weights, t, kk * o)
-    wview = k.emit(f"expand {wssa}[0 -> {o}x{kk}] : {wflat}", "v")
+    grp, groups = group
+    wssa, wflat = k.param(weights, t, groups * kk * o)
+    wview = k.emit(f"expand {wssa}[0 -> {o}x{kk}x{groups}] : {wflat}", "v")
+    wview = k.emit(f"subview {wview}[:,:,{k.idx(grp)}] : memref<{t}x{o}x{kk}x{groups}>", "v")
     pview = k.emit(f"subview {patches}[:,0:{n}] : memref<{t}x{kk}x{width},local>", "v")
     ptype = f"memref<{t}x{kk}x{_size_text(n)},strided<1,{kk}>,local>"
     one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))

@@ -12,6 +12,7 @@ import pytest
 import frontend
 from frontend.lower import conv, conv_gemm, lower_function
 from tests.lowering.conftest import module, rand, run
+from tests.lowering.test_conv import CASES as NCHW_CASES
 from tests.lowering.test_conv import _text, _window, conv_ref
 
 NHWC = "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]"
@@ -274,3 +275,50 @@ def test_odd_result_layout_and_a_partial_tile() -> None:
     ref = conv_ref(x, w, [1, 1], [(1, 0), (1, 1)], [1, 1], [1, 1])
     np.testing.assert_allclose(run(text, x, w)[0], ref.transpose(3, 1, 0, 2), rtol=1e-4,
                                atol=1e-4)
+
+
+GROUPED = """
+  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 2], pad = [[1, 1], [2, 0]]}
+      {batch_group_count = 1 : i64, feature_group_count = 4 : i64}
+      : (tensor<2x7x9x12xf32>, tensor<3x3x3x20xf32>) -> tensor<2x7x5x20xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [3] : (tensor<20xf32>) -> tensor<2x7x5x20xf32>
+  %2 = stablehlo.add %0, %1 : tensor<2x7x5x20xf32>
+  return %2 : tensor<2x7x5x20xf32>"""
+
+
+def test_feature_groups_are_one_kernel_per_group_and_tile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = module("(%x: tensor<2x7x9x12xf32>, %k: tensor<3x3x3x20xf32>, %b: tensor<20xf32>)"
+                  " -> tensor<2x7x5x20xf32>", GROUPED)
+    assert kernels(text) == ["k0_im2col", "k1_weights", "k2_dot", "k3_conv_out", "k4_add"]
+    monkeypatch.setattr(conv, "GROUP_O", 5)  # 5 output features per group
+    text += " "
+    assert kernels(text) == ["k0_weights", "k1_conv_add"]
+    x, k, b = rand((2, 7, 9, 12)), rand((3, 3, 3, 20)), rand((20,))
+    want = conv_ref(x.transpose(0, 3, 1, 2), k.transpose(3, 2, 0, 1), [1, 2],
+                    [(1, 1), (2, 0)], [1, 1], [1, 1], 4).transpose(0, 2, 3, 1) + b
+    np.testing.assert_allclose(run(text, x, k, b)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_groups_nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conv, "GROUP_O", 1)
+    x, w = rand((6, 5, 4, 4)), rand((3, 2, 4, 9))
+    text = _text((6, 5, 4, 4), (3, 2, 4, 9), (2, 5, 5, 9), "f32", "pad = [[1, 1], [1, 1]]",
+                 1, 3, NHWC)
+    assert kernels(text) == ["k0_weights", "k1_conv"]
+    want = conv_ref(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), [1, 1],
+                    [(1, 1), (1, 1)], [1, 1], [1, 1], 1, 3).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(run(text, x, w)[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", NCHW_CASES)
+def test_grouped_nchw_cases_in_one_kernel(case: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_conv's NCHW cases (groups, batch groups, dilations) on the one-kernel path."""
+    monkeypatch.setattr(conv, "GROUP_O", 1)
+    ls, rs, strides, pad, ldil, rdil, fg, bg = case
+    x, w = rand(ls), rand(rs)
+    want = conv_ref(x, w, strides, pad, ldil, rdil, fg, bg)
+    text = _text(ls, rs, want.shape, "f32", _window(strides, pad, ldil, rdil), fg, bg) + "  "
+    assert kernels(text)[-1] == "k1_conv"
+    np.testing.assert_allclose(run(text, x, w)[0], want, rtol=1e-4, atol=1e-4)
