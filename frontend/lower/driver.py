@@ -19,7 +19,7 @@ import numpy as np
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, groups_nd
-from frontend.lower.fused import Epilogue, Fused, plan_epilogue
+from frontend.lower.fused import Epilogue, Fused, materialize_results, plan_epilogue, splat_constant
 from frontend.lower.inline import inline_calls
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
@@ -170,7 +170,8 @@ class FuncLowering:
             raise CompileError.at(op.loc, f"'{op.name}' is not supported yet")
 
     def _shared(self, op: Op) -> bool:
-        return op.name not in CHEAP and self.uses.get(op.result, 0) > 1
+        return (op.name not in CHEAP and self.uses.get(op.result, 0) > 1
+                and not splat_constant(self, op.result))
 
     # -- epilogue fusion -----------------------------------------------------------------------
 
@@ -228,7 +229,7 @@ def lower_function(module: Module, entry: str = "main") -> Lowered:
     for a in body.block.args:
         params.append(lw.buffer_for(a))
         lw.bind(a, params[-1])
-    results = [lw.materialize(v) for v in lw.lower_block(body.block)]
+    results = materialize_results(lw, lw.lower_block(body.block))
     results += [buf for buf, _ in lw.checks]
     keep = set(params) | set(results)
     plan = Plan(tuple(lw.buffers), tuple(params), tuple(results),

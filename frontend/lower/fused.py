@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.quant import is_quantized
 from frontend.lower import quant, types
-from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.registry import ELEMENTAL
 from tensorlang.diagnostics import CompileError
 
@@ -160,3 +160,50 @@ def _joins(op: Op, chain_operands: list[Value], claimed: set[Value]) -> bool:
     shape = types.shape(op.results[0])
     return (all(types.shape(v) == shape for v in chain_operands)
             and not any(is_quantized(v.type) for v in (*op.operands, *op.results)))
+
+
+def materialize_results(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
+    """The buffers of a function's results.  Lazy results of one shape are computed by one
+    kernel, a loop over the work-group's block per result (one launch replaces several;
+    the inputs are re-read from cache; one loop computing every result measured no
+    faster on PoCL and its vectoriser gives up on long bodies); the rest are
+    materialized one by one."""
+    groups: dict[tuple[int, ...], list[Value]] = {}
+    for v in dict.fromkeys(values):
+        if lw.buffer_of(v) is None and isinstance(v.owner, Op) and types.size(v) > 0:
+            groups.setdefault(types.shape(v), []).append(v)
+    for group in groups.values():
+        if len(group) > 1:
+            _compute_together(lw, group)
+    return [lw.materialize(v) for v in values]
+
+
+def _compute_together(lw: FuncLowering, group: list[Value]) -> None:
+    shape = types.shape(group[0])
+    n = types.size(group[0])
+    outs = [lw.buffer_for(v) for v in group]
+    with lw.kernel(f"{len(group)}_results") as (k, f):
+        for v, out in zip(group, outs, strict=True):
+            with k.elements_nd(shape) as idx:  # a loop per result: each stays vectorisable
+                k.store(f.value(v, idx), out, types.elem(v), n, k.linear(idx, shape))
+    lw.launch_last(groups_nd(shape))
+    for v, out in zip(group, outs, strict=True):
+        lw.bind(v, out)
+
+
+_SPLAT_KEEPING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape"})
+
+
+def splat_constant(lw: FuncLowering, v: Value) -> bool:
+    """True for a lazy value whose elements are all one compile-time constant: a splat
+    constant, or element-wise ops, broadcasts and reshapes of such values.  It is never
+    worth a buffer: recomputed in each consumer, the OpenCL compiler folds it (an integer
+    divisor becomes a multiplication by its reciprocal instead of a loaded ``idiv``)."""
+    op = v.owner
+    if not isinstance(op, Op) or lw.buffer_of(v) is not None or op.regions:
+        return False
+    if op.name == "stablehlo.constant":
+        return True
+    if op.name not in ELEMENTWISE and op.name not in _SPLAT_KEEPING:
+        return False
+    return all(splat_constant(lw, o) for o in op.operands)

@@ -1,0 +1,64 @@
+"""A function's lazy results of one shape are computed by one kernel (a loop per result):
+every element of every output written (poisoned buffers), numbers as numpy's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import frontend
+from frontend.lower import lower_function
+from tests.lowering.conftest import module, rand, run
+
+RESULTS = module(
+    "(%a: tensor<37x45xf32>, %b: tensor<37x45xf32>, %c: tensor<45xf32>) -> (tensor<37x45xf32>, "
+    "tensor<37x45xf32>, tensor<37x45xi32>, tensor<45xf32>, tensor<37x45xf32>, tensor<37x45xf32>,"
+    " tensor<37x45xf32>)", """
+  %0 = stablehlo.exponential %a : tensor<37x45xf32>
+  %1 = stablehlo.multiply %a, %b : tensor<37x45xf32>
+  %2 = stablehlo.convert %b : (tensor<37x45xf32>) -> tensor<37x45xi32>
+  %3 = stablehlo.negate %c : tensor<45xf32>
+  %4 = stablehlo.broadcast_in_dim %c, dims = [1] : (tensor<45xf32>) -> tensor<37x45xf32>
+  %5 = stablehlo.add %a, %4 : tensor<37x45xf32>
+  return %0, %1, %2, %3, %5, %a, %b : tensor<37x45xf32>, tensor<37x45xf32>,
+    tensor<37x45xi32>, tensor<45xf32>, tensor<37x45xf32>, tensor<37x45xf32>, tensor<37x45xf32>""")
+
+
+def test_results_of_one_shape_share_a_kernel() -> None:
+    lowered = lower_function(frontend.parse(RESULTS))
+    heads = [line for line in lowered.kernels.splitlines() if line.startswith("func @")]
+    assert len(heads) == 2  # the lazy 37x45 results together, the 45 one alone
+    assert heads[0].startswith("func @k0_4_results")
+
+
+def test_every_result_written_and_correct() -> None:
+    a, b, c = rand((37, 45)), rand((37, 45)) * 100, rand((45,))
+    e, prod, conv, neg, shifted, same_a, same_b = run(RESULTS, a, b, c)
+    np.testing.assert_allclose(e, np.exp(a), rtol=1e-6)
+    np.testing.assert_array_equal(prod, a * b)
+    np.testing.assert_array_equal(conv, b.astype(np.int32))
+    np.testing.assert_array_equal(neg, -c)
+    np.testing.assert_array_equal(shifted, a + c)
+    np.testing.assert_array_equal(same_a, a)
+    np.testing.assert_array_equal(same_b, b)
+
+
+FLOOR_DIV = module("(%a: tensor<9x70xi32>) -> (tensor<9x70xi32>, tensor<9x70xi32>)", """
+  %c = stablehlo.constant dense<7> : tensor<i32>
+  %d = stablehlo.convert %c : tensor<i32>
+  %s = stablehlo.sign %d : tensor<i32>
+  %0 = stablehlo.broadcast_in_dim %d, dims = [] : (tensor<i32>) -> tensor<9x70xi32>
+  %1 = stablehlo.divide %a, %0 : tensor<9x70xi32>
+  %2 = stablehlo.remainder %a, %0 : tensor<9x70xi32>
+  %3 = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<i32>) -> tensor<9x70xi32>
+  %4 = stablehlo.multiply %2, %3 : tensor<9x70xi32>
+  return %1, %4 : tensor<9x70xi32>, tensor<9x70xi32>""")
+
+
+def test_splat_constant_values_are_not_materialized() -> None:
+    kernels = lower_function(frontend.parse(FLOOR_DIV)).kernels
+    assert kernels.count("func @") == 1  # no kernel writing the converted divisor
+    assert "constant 7" in kernels
+    a = np.arange(-315, 315, dtype=np.int32).reshape(9, 70)
+    quotient, rem = run(FLOOR_DIV, a)
+    np.testing.assert_array_equal(quotient, np.fix(a / 7).astype(np.int32))
+    np.testing.assert_array_equal(rem, np.fmod(a, 7))
