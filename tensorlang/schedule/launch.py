@@ -220,14 +220,14 @@ class _Analysis:
         return _forms(bad, self._quantity)
 
     def _launch_facts(self, names: list[str]) -> list[isl.Set]:
-        """``0 <= group_id < num_groups``, ``group_size = num_groups``, ``1 <= sizes``."""
+        """``0 <= group_id < num_groups``, ``group_size = num_groups``, ``0 <= sizes``."""
         found = [space.context([f"0 <= {self.syms.param(g)} < {NUM_GROUPS}"])
                  for g in self.gids if self.syms.param(g) in names]
         found += [space.context([f"{self.syms.param(g)} = {NUM_GROUPS}"])
                   for g in self.gsizes if self.syms.param(g) in names]
         if found:
             found.append(space.context([f"{NUM_GROUPS} >= 1"]))
-        found += [space.context([f"{n} >= 1"]) for n in names
+        found += [space.context([f"{n} >= 0"]) for n in names  # 0 too: never trust it away
                   if n in self.syms.sizes or n.startswith(_MEMBERS)]
         return found
 
