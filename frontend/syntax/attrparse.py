@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from frontend.ir import attrs as A
-from frontend.ir.types import FloatType, TensorType, Type
+from frontend.ir.types import FloatType, IntegerType, TensorType, Type
 from frontend.syntax import literals
 from frontend.syntax.lexer import nested
-from frontend.syntax.typeparse import TypeParser, int_value
+from frontend.syntax.typeparse import TypeParser, int_value, short
 
 _DENSE_BODY = re.compile(r"dense<([^>]*)>")
 _CONV_LABELS = {"b", "f", "i", "o"}
@@ -72,7 +72,7 @@ class AttrParser(TypeParser):
         return A.TypeAttr(self.parse_type())
 
     def _number_attr(self) -> A.Attr:
-        kind, text = self.kind, self.text
+        kind, text, start = self.kind, self.text, self.start
         self.advance()
         t: Type | None = None
         if self.at(":") and self.peek_kind() in ("BARE", "BANG"):
@@ -80,10 +80,18 @@ class AttrParser(TypeParser):
             t = self.parse_type()
         if isinstance(t, FloatType) or kind == "FLOAT":
             if kind == "HEX" and isinstance(t, FloatType):
-                arr = literals.convert([text], t)
+                try:
+                    arr = literals.convert([text], t)
+                except literals.LiteralError as err:
+                    self.error(str(err), start, self.prev_end)
                 return A.FloatAttr(float(arr[0]), t)
             return A.FloatAttr(float(text), t)
-        return A.IntAttr(int_value(text), t)
+        value = int_value(text)
+        width = t.width if isinstance(t, IntegerType) else 64
+        if not -(1 << (width - 1)) <= value < 1 << width:
+            self.error(f"integer {short(text)} does not fit in {t or 'i64'}", start,
+                       start + len(text))
+        return A.IntAttr(value, t)
 
     def parse_dense(self) -> A.DenseElementsAttr:
         """``dense<...> : tensor<...>``."""

@@ -25,6 +25,7 @@ from frontend.syntax.regions import (
     print_scan,
     print_while,
 )
+from frontend.syntax.typeparse import int_value
 from tensorlang.diagnostics import Loc
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def parse_reduce_precision(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     start = p.start
     fmt = p.expect_kind("BARE", "a format like e5m10")
     e, _, m = fmt[1:].partition("m")
-    if not (fmt.startswith("e") and e.isdigit() and m.isdigit()):
+    if not (fmt.startswith("e") and e.isdigit() and m.isdigit() and len(e + m) < 12):
         p.error(f"expected a format like e5m10, got '{fmt}'", start, p.prev_end)
     attrs: dict[str, A.Attr] = {"exponent_bits": A.IntAttr(int(e), I32),
                                 "mantissa_bits": A.IntAttr(int(m), I32)}
@@ -148,7 +149,8 @@ def parse_check(p: Parser, opdef: OpDef, loc: Loc) -> Op:
         p.expect("=")
         if p.kind in ("INT", "FLOAT"):
             kind, text = p.kind, p.advance()
-            attrs[key] = A.FloatAttr(float(text)) if kind == "FLOAT" else A.IntAttr(int(text))
+            attrs[key] = A.FloatAttr(float(text)) if kind == "FLOAT" else \
+                A.IntAttr(int_value(text))
         else:
             attrs[key] = p.parse_attr()
     p.expect(":")

@@ -154,6 +154,8 @@ def _int_token(v: object) -> int:
     s = str(v)
     if s in ("true", "false"):
         return int(s == "true")
+    if len(s.lstrip("+-").lstrip("0x")) > 40:  # beyond every type (and int()'s limit)
+        raise LiteralError(f"integer {s[:20]}... ({len(s)} characters) is out of range")
     if s.startswith("0x"):
         return int(s, 16)
     try:
@@ -188,6 +190,9 @@ def _floats(flat: list[object], e: FloatType) -> np.ndarray:
         raise LiteralError(f"complex literal for {e}")
     if not any(s.startswith("0x") or s in ("true", "false") for s in strs):
         wide = np.array([float(s) for s in strs], np.float64)
+        for k in np.flatnonzero(np.isinf(wide)):  # a finite literal beyond double's range
+            if strs[k].lstrip("+-") != "inf":
+                raise LiteralError(f"float literal {strs[k][:20]}... is out of range for {e}")
         with np.errstate(over="ignore", invalid="ignore"):
             out = wide.astype(dtype)
         _check_range(wide, out, e)

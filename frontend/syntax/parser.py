@@ -19,7 +19,7 @@ from frontend.syntax.lexer import nested
 from tensorlang.diagnostics import CompileError, Loc, Source, note
 
 KNOWN_DIALECTS = ("stablehlo.", "chlo.", "func.", "check.")
-_FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+_FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d{1,9}):(\d{1,9})\b')
 _RESOURCE = re.compile(r'([\w.$\-]+)\s*:\s*"(0x[0-9a-fA-F]*)"')
 _LOC_REF = re.compile(r"#[A-Za-z_][\w$.\-]*")
 

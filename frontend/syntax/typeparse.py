@@ -33,8 +33,21 @@ _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 
 
 def int_value(text: str) -> int:
-    """The value of an INT or HEX token (leading zeros allowed, as MLIR does)."""
-    return int(text, 16) if text.startswith("0x") else int(text)
+    """The value of an INT or HEX token (leading zeros allowed, as MLIR does).
+
+    A literal of more than 40 significant digits, beyond every integer type (and
+    beyond what ``int()`` converts), reads as 2^168 so that range checks report it.
+    """
+    body = text.lstrip("+-")
+    hexa = body.startswith("0x")
+    digits = (body[2:] if hexa else body).lstrip("0") or "0"
+    value = 1 << 168 if len(digits) > 40 else int(digits, 16 if hexa else 10)
+    return -value if text.startswith("-") else value
+
+
+def short(text: str) -> str:
+    """``text`` cut to at most 40 characters for a diagnostic."""
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
 
 
 class TypeParser(Cursor):
@@ -87,7 +100,7 @@ class TypeParser(Cursor):
         self.expect("<")
         dims_start = self.start
         dims = self.scan(_DIMS) or ""
-        shape = tuple(None if d == "?" else int(d) for d in dims.split("x")[:-1])
+        shape = tuple(None if d == "?" else int_value(d) for d in dims.split("x")[:-1])
         if math.prod(d for d in shape if d is not None) > MAX_ELEMENTS:
             self.error("tensor type has more than 2^62 elements", dims_start, self.prev_end)
         if self.at("*"):
@@ -214,7 +227,7 @@ class TypeParser(Cursor):
         start = self.start
         value = int_value(self.advance())
         if not lo <= value <= hi:
-            self.error(f"integer {self.src[start:self.prev_end]} is out of range "
+            self.error(f"integer {short(self.src[start:self.prev_end])} is out of range "
                        f"[{lo}, {hi}]", start, self.prev_end)
         return value
 

@@ -23,9 +23,13 @@ _DECIMAL_INT = re.compile(r"[+-]?[0-9]+")
 
 def parse_int(text: str, loc: Loc) -> int:
     """The integer written as ``text``; raise at ``loc`` when it is out of range."""
-    value = int(text, 10)
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    value = int(digits, 10) if len(digits) <= 19 else INT_MAX + 1  # int() caps digits
+    if text.startswith("-"):
+        value = -value
     if not INT_MIN <= value <= INT_MAX:
-        raise CompileError.at(loc, f"integer constant {text} is out of range "
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise CompileError.at(loc, f"integer constant {shown} is out of range "
                               f"(it must lie in -2^63+1..2^63-1)")
     return value
 

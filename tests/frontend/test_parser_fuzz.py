@@ -75,6 +75,14 @@ _CONV_ARGS = "%a: tensor<1x3x1xf32>, %w: tensor<1x1x1xf32>"
     (_func('  %0 = "stablehlo.transpose"(%a) {permutation = array<i64: 1, '
            f'{2**63}>}} : (tensor<2x3xf32>) -> tensor<3x2xf32>', result="tensor<3x2xf32>"),
      "is out of range"),
+    ("func.func @f(%a: tensor<" + "9" * 5000 + "xf32>) {\n  return\n}\n",
+     "tensor type has more than 2^62 elements"),
+    (_func("  %0 = stablehlo.constant dense<" + "9" * 5000 + "> : tensor<2x3xi32>"),
+     "(5000 characters) is out of range"),
+    (_func("  %0 = stablehlo.constant dense<" + "9" * 5000 + "> : tensor<2x3xf32>"),
+     "float literal 99999999999999999999... is out of range for f32"),
+    ("func.func @f() attributes {x = " + "9" * 5000 + " : i64} {\n  return\n}\n",
+     "(5000 characters) does not fit in i64"),
 ])
 def test_former_tracebacks_are_located_errors(text: str, message: str) -> None:
     """The issue's examples: each is a CompileError with file:line:col and a caret."""
