@@ -126,8 +126,12 @@ class _Analysis:
                     return [], dynamic
                 if inst.op.blas:
                     return self._collective(inst, size_pairs(inst))  # type: ignore[operator]
-        except isl.Error:  # over budget or unreadable: guard it
-            return [], True
+        except isl.Error:  # over budget or unreadable: guard what can be guarded
+            if inst.op.blas:
+                return [], tuple(size_pairs(inst))  # type: ignore[operator]
+            member = inst.name == "load" and isinstance(inst.operand("operand").type,
+                                                        GroupType)
+            return [], not member
         return [], False
 
     def _access(self, inst: Instruction) -> tuple[list[LaunchCheck], object]:

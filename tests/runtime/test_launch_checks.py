@@ -298,3 +298,19 @@ def test_group_with_offset_checks_member_lengths(rng: np.random.Generator) -> No
     assert untouched(out)
     mod.shifted(Group(members, offset=3), out, num_groups=2)
     np.testing.assert_array_equal(out, np.stack([m[3:] for m in members], axis=1))
+
+
+def test_accesses_isl_gives_up_on_are_guarded(monkeypatch: pytest.MonkeyPatch,
+                                              rng: np.random.Generator) -> None:
+    from tensorlang.schedule import bounds, launch
+
+    monkeypatch.setattr(launch, "operation_budget", lambda: bounds.operation_budget(1))
+    mod = backend_opencl.compile(tensorlang.parse(SOURCE, filename="k.tl"))
+    assert mod.matmul.info.guards and mod.window.info.guards and not mod.matmul.checks
+    a, b, c = rand(rng, 5, 3), rand(rng, 3, 7), poison(5, 7)
+    mod.matmul(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(BoundsError, match="operand sizes disagree"):
+        mod.matmul(a, rand(rng, 4, 7), poison(5, 7))
+    with pytest.raises(BoundsError, match="out-of-bounds subview"):
+        mod.window(rand(rng, 10), 3, poison(8))
