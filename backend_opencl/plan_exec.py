@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from backend_opencl import plan_loops
-from backend_opencl.module import NUMPY_DTYPES
+from backend_opencl.module import NUMPY_DTYPES, max_allocation
 from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import MemRefType
@@ -80,6 +80,7 @@ class Executable:
         if self._steps is None:
             with self._lock:  # once, even when the first calls are concurrent
                 if self._steps is None:
+                    self._check_sizes()
                     self._written = _written(self.plan.steps, self.module)
                     self._steps = _Resolver(self).steps(self.plan.steps)
         run = _Run(self, self._take_pool())
@@ -96,6 +97,17 @@ class Executable:
         if profile.enabled():
             profile.PROFILE.call(time.perf_counter() - start)
         return out
+
+    def _check_sizes(self) -> None:
+        """LaunchError when a buffer of the plan exceeds the device's largest allocation
+        (instead of a failed clCreateBuffer in the middle of a call)."""
+        limit = max_allocation(self.device)
+        for bid, b in enumerate(self.plan.buffers):
+            nbytes = b.size * self._storage[bid].itemsize
+            if limit and nbytes > limit:
+                shape = "x".join(map(str, b.shape))
+                raise LaunchError(f"@{self.name}: a {shape} {b.dtype} buffer needs {nbytes} "
+                                  f"bytes but the device's largest buffer is {limit} bytes")
 
     def _results_in_place(self) -> tuple[bool, ...]:
         """Which results the kernels write straight into host arrays (CPU devices): each

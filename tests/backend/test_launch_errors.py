@@ -114,3 +114,19 @@ def test_executable_converts_big_endian_inputs(h, rng) -> None:
     np.testing.assert_allclose(out, x.astype(np.float32) * y, rtol=1e-6)
     with pytest.raises(LaunchError, match="argument 0 must have dtype float32, got float64"):
         exe(x.astype(">f8"), y)
+
+
+def test_executable_buffer_larger_than_the_device_allows() -> None:
+    """A plan buffer beyond the device's largest allocation: LaunchError before any
+    allocation (was a LogicError from clCreateBuffer)."""
+    limit = max_allocation(get_device())
+    if not limit:
+        pytest.skip("the device does not report its largest allocation")
+    n = limit // 4 + 1024
+    t = f"tensor<{n}xf32>"
+    exe = backend_opencl.compile_stablehlo(
+        f"func.func @main(%x: tensor<f32>) -> {t} {{\n"
+        f"  %0 = stablehlo.iota dim = 0 : {t}\n  return %0 : {t}\n}}\n")
+    with pytest.raises(LaunchError, match=f"@main: a {n} f32 buffer needs {4 * n} bytes but "
+                                          f"the device's largest buffer is {limit} bytes"):
+        exe(np.array(1.0, np.float32))
