@@ -24,7 +24,7 @@ from frontend.ir.types import (
 from frontend.syntax.lexer import Cursor, nested
 
 _DIMS = re.compile(r"(?:(?:\d+|\?)x)+")
-_INT_TYPE = re.compile(r"(u|s)?i(\d+)\Z")
+_INT_TYPE = re.compile(r"(u|s)?i(\d{1,5})\Z")
 _QUANT_UNSIGNED = re.compile(r"u(2|4|8|16|32)\Z")  # the quant dialect's ``u8``
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 T = TypeVar("T")
