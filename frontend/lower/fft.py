@@ -1,36 +1,35 @@
-"""stablehlo.fft (FFT, IFFT, RFFT, IRFFT): a direct DFT, one work-item per output
-element, summed in double precision over the operand's trailing ``len(fft_length)``
-dimensions.
+"""stablehlo.fft (FFT, IFFT, RFFT, IRFFT over 1-3 dimensions): one 1-D transform per
+transformed dimension, each a kernel over every line along it (:mod:`fft_line`).
 
-Every variant is ``out[b, p] = scale * sum_q w(q) x[b, q] exp(sign 2 pi i sum_j p_j q_j /
-N_j)`` with ``N = fft_length``:
+* FFT / IFFT: complex transforms along the last, then the earlier dimensions, through
+  complex buffers of the result's type.
+* RFFT: the real-to-complex transform along the last dimension (its ``n / 2 + 1``
+  outputs), then complex transforms along the others.
+* IRFFT: inverse complex transforms along the earlier dimensions of the half spectrum,
+  then the Hermitian complex-to-real transform along the last one.
 
-* FFT: sign -1, scale 1; IFFT: sign +1, scale 1 / prod(N);
-* RFFT: a real ``x``, the result's last dimension is ``N_L / 2 + 1``;
-* IRFFT: ``x`` holds the first ``N_L / 2 + 1`` entries of a Hermitian spectrum along the
-  last dimension; the others are the conjugates of their mirror images, so the sum is the
-  real part of the half sum with weight 2 on the terms whose mirror is missing
-  (``0 < q_L`` and ``2 q_L != N_L``), 1 on the others.
+Inverse transforms scale each dimension by ``1 / n``, ``1 / prod(fft_length)`` in all.
 """
 
 from __future__ import annotations
 
-from math import pi, prod
+from math import prod
 
-from frontend.ir.core import Op
+from frontend.ir.core import Op, Value
 from frontend.lower import types
-from frontend.lower.builder import IndexExpr, num_groups
+from frontend.lower.builder import IndexExpr
 from frontend.lower.driver import FuncLowering
+from frontend.lower.fft_line import LinePass, Source, line_kernel
 from frontend.lower.fused import Fused
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
 
-_REAL = {"c32": "f32", "c64": "f64"}
+_COMPLEX = {"f32": "c32", "f64": "c64"}
 
 
 @kernel("stablehlo.fft")
 def fft(lw: FuncLowering, op: Op) -> None:
-    """The DFT of every output element."""
+    """The transform as a chain of line passes (see the module docstring)."""
     kind = str(op.attr("fft_type"))
     lengths = [int(n) for n in op.attr("fft_length")]  # type: ignore[union-attr]
     operand = op.operands[0]
@@ -41,77 +40,49 @@ def fft(lw: FuncLowering, op: Op) -> None:
     if t_in not in ("f32", "f64", "c32", "c64"):
         raise CompileError.at(op.loc, f"'stablehlo.fft' on {t_in} is not supported yet")
     out = lw.buffer_for(op.result)
-    shape = types.shape(op.result)
-    n = prod(shape)
-    if n:
-        with lw.kernel("fft") as (k, f):
-            with k.elements(n) as i:
-                idx = k.delinearize(i, shape)
-                value = _dft(f, op, kind, lengths, idx, t_out)
-                k.store(value, out, t_out, n, i)
-        lw.launch_last(num_groups(n))
+    if types.size(op.result):
+        passes = _passes(kind, lengths, types.shape(operand), types.shape(op.result),
+                         (t_in, t_out))
+        _run(lw, operand, passes, out)
     lw.bind(op.result, out)
 
 
-def _dft(f: Fused, op: Op, kind: str, lengths: list[int], idx: list[IndexExpr],
-         t_out: str) -> str:
-    """Output element ``idx``: nested loops over the summed dimensions."""
-    k = f.k
-    operand = op.operands[0]
-    rank = len(lengths)
-    q_shape = types.shape(operand)[-rank:]
-    batch, p = idx[:-rank], idx[-rank:]
-    sign = 1.0 if kind in ("IFFT", "IRFFT") else -1.0
-    zero = k.const(0.0, "f64")
-
-    def level(d: int, phase: str, qs: list[str], acc: list[str]) -> list[str]:
-        with k.loop(0, q_shape[d], acc, ["f64", "f64"]) as loop:
-            q = loop.var
-            # (p_d q_d mod N_d) / N_d, exactly in integers first
-            frac = k.irem(k.imul(p[d], q), lengths[d])
-            step = k.arith("div", k.cast(k.idx(frac), "index", "f64"),
-                           k.const(float(lengths[d]), "f64"), "f64")
-            ph = k.arith("add", phase, step, "f64")
-            if d + 1 < rank:
-                loop.yields = level(d + 1, ph, [*qs, q], loop.carried)
-            else:
-                loop.yields = _term(f, op, kind, lengths, [*batch, *qs, q], ph, sign,
-                                    loop.carried)
-        return loop.results
-
-    re, im = level(0, zero, [], [zero, zero])
-    if kind in ("IFFT", "IRFFT"):
-        scale = k.const(1.0 / prod(lengths), "f64")
-        re, im = k.arith("mul", re, scale, "f64"), k.arith("mul", im, scale, "f64")
-    if kind == "IRFFT":
-        return k.cast(re, "f64", t_out)
-    rt = _REAL[t_out]
-    re, im = k.cast(re, "f64", rt), k.cast(im, "f64", rt)
-    return k.emit(f"complex {re}, {im} : {t_out}")
+def _passes(kind: str, lengths: list[int], in_shape: tuple[int, ...],
+            out_shape: tuple[int, ...], ts: tuple[str, str]) -> list[LinePass]:
+    """The line passes of the transform, in order."""
+    t_in, t_out = ts
+    rank, last = len(in_shape), len(in_shape) - 1
+    inverse = kind in ("IFFT", "IRFFT")
+    dims = list(range(rank - len(lengths), rank))
+    n_of = dict(zip(dims, lengths, strict=True))
+    if kind in ("FFT", "IFFT"):
+        return [LinePass("c2c", d, n_of[d], inverse, out_shape, t_in if d == last else t_out,
+                         t_out) for d in reversed(dims)]
+    if kind == "RFFT":
+        c = _COMPLEX[t_in]
+        return [LinePass("r2c", last, n_of[last], False, out_shape, t_in, c),
+                *(LinePass("c2c", d, n_of[d], False, out_shape, c, c)
+                  for d in reversed(dims[:-1]))]
+    c = _COMPLEX[t_out]
+    return [*(LinePass("c2c", d, n_of[d], True, in_shape, c, c) for d in reversed(dims[:-1])),
+            LinePass("c2r", last, n_of[last], True, out_shape, c, t_out)]
 
 
-def _term(f: Fused, op: Op, kind: str, lengths: list[int], q: list[IndexExpr], phase: str,
-          sign: float, acc: list[str]) -> list[str]:
-    """``acc + w x[q] exp(sign 2 pi i phase)`` as (re, im)."""
-    k = f.k
-    operand = op.operands[0]
-    t = types.elem(operand)
-    x = f.value(operand, q)
-    if t.startswith("c"):
-        rt = _REAL[t]
-        xr = k.cast(k.math("real", x, None, t), rt, "f64")
-        xi = k.cast(k.math("imag", x, None, t), rt, "f64")
-    else:
-        xr, xi = k.cast(x, t, "f64"), k.const(0.0, "f64")
-    if kind == "IRFFT":
-        ql, nl = q[-1], lengths[-1]
-        single = k.arith("or", k.cmp("eq", k.idx(ql), k.const(0, "index"), "index"),
-                         k.cmp("eq", k.idx(k.imul(ql, 2)), k.const(nl, "index"), "index"),
-                         "i1")
-        w = k.select(single, k.const(1.0, "f64"), k.const(2.0, "f64"), "f64")
-        xr, xi = k.arith("mul", xr, w, "f64"), k.arith("mul", xi, w, "f64")
-    angle = k.arith("mul", phase, k.const(sign * 2 * pi, "f64"), "f64")
-    c, s = k.math("cos", angle, None, "f64"), k.math("sin", angle, None, "f64")
-    re = k.arith("sub", k.arith("mul", xr, c, "f64"), k.arith("mul", xi, s, "f64"), "f64")
-    im = k.arith("add", k.arith("mul", xr, s, "f64"), k.arith("mul", xi, c, "f64"), "f64")
-    return [k.arith("add", acc[0], re, "f64"), k.arith("add", acc[1], im, "f64")]
+def _run(lw: FuncLowering, operand: Value, passes: list[LinePass], out: int) -> None:
+    """Launch the passes: the first reads the operand (its producers fuse), each later one
+    the buffer before it; the last writes ``out``."""
+    source: Source = _operand(operand)
+    for i, p in enumerate(passes):
+        target = out if i == len(passes) - 1 else lw.new_buffer(p.out_type, p.shape)
+        line_kernel(lw, p, source, target)
+        source = _buffer(target, p)
+
+
+def _operand(v: Value) -> Source:
+    return lambda f, idx: f.value(v, idx)
+
+
+def _buffer(buf: int, p: LinePass) -> Source:
+    def load(f: Fused, idx: list[IndexExpr]) -> str:
+        return f.k.load(buf, p.out_type, prod(p.shape), f.k.linear(idx, p.shape))
+    return load

@@ -70,3 +70,45 @@ def test_fft_of_empty_batch() -> None:
 
 def test_interpret_fft() -> None:
     assert interpret_failures("fft") == {}
+
+
+# power-of-two lines (Stockham), halved real lines, lines in global scratch (f64 2048,
+# DFT of 1200), length 1 and 2, 2-D and 3-D mixes of radix-2 and direct dimensions
+MORE = [([512], (4, 512)), ([1], (3, 1)), ([2], (5, 2)), ([16, 32], (2, 16, 32)),
+        ([4, 8, 2], (2, 4, 8, 2)), ([12, 8], (3, 12, 8)), ([2048], (2, 2048)),
+        ([1200], (2, 1200)), ([64], (2, 3, 64))]
+
+
+@pytest.mark.parametrize("lengths,shape", MORE)
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_fft_lengths(lengths: list[int], shape: tuple[int, ...], dtype: type) -> None:
+    test_fft_and_ifft(lengths, shape, dtype)
+
+
+@pytest.mark.parametrize("lengths,shape", MORE + [([10, 4], (3, 10, 4)), ([4, 9], (4, 9))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_real_lengths(lengths: list[int], shape: tuple[int, ...], dtype: type) -> None:
+    test_rfft_and_irfft(lengths, shape, dtype)
+
+
+def test_irfft_ignores_imaginary_edges() -> None:
+    """The imaginary parts of X[0] and X[n/2] do not reach the real result (numpy's
+    irfft drops them too)."""
+    spectrum = _complex((3, 9), np.complex128)
+    got = run(_program("IRFFT", [16], (3, 9), np.complex128, (3, 16), np.float64),
+              spectrum)[0]
+    np.testing.assert_allclose(got, np.fft.irfft(spectrum, 16), rtol=1e-12, atol=1e-13)
+
+
+def test_fft_fuses_producer_and_consumer() -> None:
+    """The operand's producer is computed in the first pass; a consumer reads the result."""
+    x = RNG.standard_normal((8, 256)).astype(np.float32)
+    t_in, t_out = _tensor((8, 256), np.float32), _tensor((8, 129), np.complex64)
+    text = module(f"(%x: {t_in}) -> {t_out}", f"""
+  %0 = stablehlo.multiply %x, %x : {t_in}
+  %1 = stablehlo.fft %0, type = RFFT, length = [256] : ({t_in}) -> {t_out}
+  %2 = stablehlo.add %1, %1 : {t_out}
+  return %2 : {t_out}""")
+    want = 2 * np.fft.rfft(x.astype(np.float64) ** 2)
+    np.testing.assert_allclose(run(text, x)[0], want, rtol=1e-5,
+                               atol=1e-5 * np.abs(want).max())

@@ -1,0 +1,359 @@
+"""One kernel of stablehlo.fft: a 1-D transform of every line along one dimension.
+
+A work-group takes one line (``WG`` work-items at most): it reads the line into scratch
+(complex values as separate real and imaginary arrays, in local memory when four
+of them fit in :data:`LOCAL_BYTES`, else in global scratch buffers), transforms it and
+stores it; ``insert-barrier`` puts the barriers between the ``foreach`` steps.
+
+* Power-of-two lengths: a radix-2 Stockham (self-sorting) FFT, ``log2 n`` stages
+  ping-ponging between two scratch arrays, twiddles read from a constant table computed
+  on the host in double and stored in the element precision.
+* Other lengths: a direct DFT in double precision, ``exp(+-2 pi i m / n)`` from a
+  constant table indexed by ``p q mod n`` (kept incrementally, no division).
+
+A line reads complex elements (``c2c``), real ones (``r2c``: the first ``n / 2 + 1``
+outputs are stored) or the first ``n / 2 + 1`` entries of a Hermitian spectrum
+(``c2r``: the others are the conjugates of their mirror images, the real part is
+stored).  Inverse transforms scale by ``1 / n``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from frontend.lower.builder import IndexExpr, KernelBuilder
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+
+WG = 64
+"""Work-items per work-group at most (a power of two)."""
+LOCAL_BYTES = 32768
+"""Scratch of a line in local memory up to this size (four arrays of ``n`` reals)."""
+
+Complex = tuple[str, str]
+"""A complex scalar as its (real, imaginary) SSA names in the compute type."""
+Source = Callable[[Fused, list[IndexExpr]], str]
+"""``source(f, idx)``: element ``idx`` (row-major) of the pass's input."""
+_REAL = {"c32": "f32", "c64": "f64"}
+_NP = {"f32": np.float32, "f64": np.float64}
+
+
+@dataclass(frozen=True)
+class LinePass:
+    """A 1-D transform along ``dim`` of length ``n`` over a tensor of ``shape`` (the
+    output's shape; the input has ``in_len`` elements along ``dim``)."""
+
+    kind: str
+    """``c2c``, ``r2c`` or ``c2r``."""
+    dim: int
+    n: int
+    inverse: bool
+    shape: tuple[int, ...]
+    in_type: str
+    out_type: str
+
+    @property
+    def lines(self) -> int:
+        """The number of lines."""
+        return prod(self.shape) // self.shape[self.dim] if self.shape[self.dim] else 0
+
+    @property
+    def out_len(self) -> int:
+        """Output elements per line."""
+        return self.shape[self.dim]
+
+    @property
+    def pow2(self) -> bool:
+        """True when the Stockham FFT applies."""
+        return self.n & (self.n - 1) == 0
+
+    @property
+    def halved(self) -> bool:
+        """True when a real line (``r2c``, ``c2r``) of even power-of-two length goes
+        through a complex FFT of half its length: even elements as real parts, odd ones as
+        imaginary parts."""
+        return self.kind != "c2c" and self.pow2 and self.n >= 2
+
+    @property
+    def m(self) -> int:
+        """The length of the complex transform."""
+        return self.n // 2 if self.halved else self.n
+
+    @property
+    def ctype(self) -> str:
+        """The real type the line is computed in."""
+        real = _REAL.get(self.out_type, self.out_type)
+        return real if self.pow2 else "f64"
+
+    @property
+    def sign(self) -> float:
+        """The sign of the exponent."""
+        return 1.0 if self.inverse else -1.0
+
+
+def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None:
+    """Emit and launch the kernel of ``p``, reading ``source`` and writing ``out``."""
+    lines = p.lines
+    if lines == 0:
+        return
+    table = _table(lw, p)
+    m = p.m
+    width = m // 2 if p.pow2 else m
+    wg = min(WG, 1 << max(width - 1, 0).bit_length())
+    local = 4 * m * np.dtype(_NP[p.ctype]).itemsize <= LOCAL_BYTES
+    globals_ = None if local else [lw.new_buffer(p.ctype, (lines * m,)) for _ in range(4)]
+    with lw.kernel("fft") as (k, f):
+        k.attributes = f"work_group_size({wg},1)"
+        g = k.irem(k.emit("group_id", "g"), lines)
+        first = k.delinearize(g, [1 if d == p.dim else s for d, s in enumerate(p.shape)])
+        if globals_ is None:
+            arrays = [Scratch.local(k, p.ctype, m) for _ in range(4)]
+        else:
+            arrays = [Scratch(k, p.ctype, b, lines * m, k.imul(g, m)) for b in globals_]
+        src, dst = (arrays[0], arrays[1]), (arrays[2], arrays[3])
+        if p.halved and p.kind == "c2r":
+            _load_hermitian(f, p, (source, table), first, src)
+        else:
+            _load_line(f, p, source, first, src)
+        if p.pow2:
+            for s in range((m - 1).bit_length()):
+                _stage(k, p, (src, dst), table, 1 << s)
+                src, dst = dst, src
+        else:
+            _dft(k, p, (src, dst), table)
+            src = dst
+        if p.halved and p.kind == "r2c":
+            _store_spectrum(k, p, (src, table), first, out)
+        else:
+            _store_line(k, p, src, first, out)
+    lw.launch_last(lines)
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """One real array of a line: a local array or a line's part of a global buffer."""
+
+    k: KernelBuilder
+    t: str
+    ref: int | str
+    """A global buffer id, or the local array's SSA name."""
+    size: int
+    base: IndexExpr = 0
+
+    @staticmethod
+    def local(k: KernelBuilder, t: str, n: int) -> Scratch:
+        """A new local array of ``n`` elements of ``t``."""
+        return Scratch(k, t, k.emit(f"alloca -> memref<{t}x{n},local>", "a"), n)
+
+    def load(self, i: IndexExpr) -> str:
+        """Element ``i``."""
+        if isinstance(self.ref, int):
+            return self.k.load(self.ref, self.t, self.size, self.k.iadd(self.base, i))
+        return self.k.emit(f"load {self.ref}[{self.k.idx(i)}] : "
+                           f"memref<{self.t}x{self.size},local>", "x")
+
+    def store(self, v: str, i: IndexExpr) -> None:
+        """Store ``v`` at element ``i``."""
+        if isinstance(self.ref, int):
+            self.k.store(v, self.ref, self.t, self.size, self.k.iadd(self.base, i))
+        else:
+            self.k.line(f"store {v}, {self.ref}[{self.k.idx(i)}] : "
+                        f"memref<{self.t}x{self.size},local>")
+
+
+Pair = tuple[Scratch, Scratch]
+
+
+def _table(lw: FuncLowering, p: LinePass) -> int:
+    """A constant buffer of ``exp(sign 2 pi i m / n)``, interleaved (re, im): ``m <= n / 2``
+    for the FFT (a transform of half the length reads every other one), ``m < n`` for the
+    DFT."""
+    m = np.arange(p.n // 2 + 1 if p.pow2 else p.n, dtype=np.float64)
+    w = np.exp(p.sign * 2j * np.pi * m / p.n)
+    data = np.stack([w.real, w.imag], axis=-1).astype(_NP[p.ctype]).reshape(-1)
+    return lw.new_buffer(p.ctype, (max(data.size, 1),), data.tobytes())
+
+
+@contextmanager
+def _each(k: KernelBuilder, hi: int) -> Iterator[str]:
+    """A ``foreach`` over [0, hi) shared by the work-group's work-items."""
+    i = k.fresh("l")
+    with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(hi)} : index {{"):
+        yield i
+
+
+def _at(first: list[IndexExpr], dim: int, j: IndexExpr) -> list[IndexExpr]:
+    idx = list(first)
+    idx[dim] = j
+    return idx
+
+
+def _split(k: KernelBuilder, x: str, t: str, ct: str) -> Complex:
+    """An element of type ``t`` as (re, im) in ``ct``."""
+    if t in _REAL:
+        return (k.cast(k.math("real", x, None, t), _REAL[t], ct),
+                k.cast(k.math("imag", x, None, t), _REAL[t], ct))
+    return k.cast(x, t, ct), k.const(0.0, ct)
+
+
+def _load_line(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
+               dst: Pair) -> None:
+    """Read the line's ``n`` (extended, for ``c2r``) input elements into ``dst``; a halved
+    ``r2c`` line reads its ``n / 2`` pairs (even, odd) as complex numbers."""
+    k, ct = f.k, p.ctype
+    with _each(k, p.m) as j:
+        if p.halved:
+            at = k.imul(j, 2)
+            re = k.cast(source(f, _at(first, p.dim, at)), p.in_type, ct)
+            im = k.cast(source(f, _at(first, p.dim, k.iadd(at, 1))), p.in_type, ct)
+        elif p.kind == "c2r":
+            half = p.n // 2
+            direct = k.cmp("le", j, k.idx(half), "index")
+            q = k.select(direct, j, k.idx(k.isub(p.n, j)), "index")
+            re, im = _split(k, source(f, _at(first, p.dim, q)), p.in_type, ct)
+            im = k.select(direct, im, k.arith("neg", im, None, ct), ct)
+        else:
+            re, im = _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
+        dst[0].store(re, j)
+        dst[1].store(im, j)
+
+
+def _twiddle(k: KernelBuilder, p: LinePass, table: int, m: IndexExpr) -> Complex:
+    """Entry ``m`` of the table: ``exp(sign 2 pi i m / n)``."""
+    size = 2 * (p.n // 2 + 1) if p.pow2 else 2 * p.n
+    at = k.imul(m, 2)
+    return (k.load(table, p.ctype, size, at), k.load(table, p.ctype, size, k.iadd(at, 1)))
+
+
+def _half(k: KernelBuilder, a: Complex, b: Complex, t: str) -> tuple[Complex, Complex]:
+    """``((a + b) / 2, (a - b) / 2)``."""
+    h = k.const(0.5, t)
+    return ((k.arith("mul", k.arith("add", a[0], b[0], t), h, t),
+             k.arith("mul", k.arith("add", a[1], b[1], t), h, t)),
+            (k.arith("mul", k.arith("sub", a[0], b[0], t), h, t),
+             k.arith("mul", k.arith("sub", a[1], b[1], t), h, t)))
+
+
+def _store_spectrum(k: KernelBuilder, p: LinePass, src: tuple[Pair, int],
+                    first: list[IndexExpr], out: int) -> None:
+    """A halved ``r2c`` line: ``Z`` (the FFT of ``x[2j] + i x[2j+1]``) holds the even
+    elements' spectrum ``E = (Z[k] + conj Z[m-k]) / 2`` and the odd ones' ``O = -i (Z[k]
+    - conj Z[m-k]) / 2``; ``X[k] = E + W^k O`` for ``k <= m``."""
+    (zr, zi), table = src
+    ct, m = p.ctype, p.m
+    with _each(k, m + 1) as j:
+        a_at = k.select(k.cmp("eq", j, k.idx(m), "index"), k.idx(0), j, "index")
+        b_at = k.select(k.cmp("eq", j, k.idx(0), "index"), k.idx(0),
+                        k.idx(k.isub(m, j)), "index")
+        a = zr.load(a_at), zi.load(a_at)
+        b = zr.load(b_at), k.arith("neg", zi.load(b_at), None, ct)
+        e, d = _half(k, a, b, ct)
+        o = d[1], k.arith("neg", d[0], None, ct)
+        wo = _cmul(k, _twiddle(k, p, table, j), o, ct)
+        re, im = k.arith("add", e[0], wo[0], ct), k.arith("add", e[1], wo[1], ct)
+        _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
+
+
+def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], first: list[IndexExpr],
+                    dst: Pair) -> None:
+    """A halved ``c2r`` line: from ``X[0..m]`` (imaginary parts of ``X[0]`` and ``X[m]``
+    dropped, as for a real signal), ``E = (X[k] + conj X[m-k]) / 2`` and ``O = (X[k] -
+    conj X[m-k]) conj(W^k) / 2`` are the spectra of the even and odd outputs, so ``Z = E
+    + i O`` is the spectrum of ``x[2j] + i x[2j+1]`` (the table of an inverse pass holds
+    ``conj W^k``)."""
+    source, table = src
+    k, ct, m = f.k, p.ctype, p.m
+    zero = k.const(0.0, ct)
+    with _each(k, m) as j:
+        edge = k.cmp("eq", j, k.idx(0), "index")
+        a = _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
+        b = _split(k, source(f, _at(first, p.dim, k.isub(m, j))), p.in_type, ct)
+        a = a[0], k.select(edge, zero, a[1], ct)
+        b = b[0], k.select(edge, zero, k.arith("neg", b[1], None, ct), ct)
+        e, d = _half(k, a, b, ct)
+        o = _cmul(k, d, _twiddle(k, p, table, j), ct)
+        dst[0].store(k.arith("sub", e[0], o[1], ct), j)
+        dst[1].store(k.arith("add", e[1], o[0], ct), j)
+
+
+def _cmul(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
+    re = k.arith("sub", k.arith("mul", a[0], b[0], t), k.arith("mul", a[1], b[1], t), t)
+    im = k.arith("add", k.arith("mul", a[0], b[1], t), k.arith("mul", a[1], b[0], t), t)
+    return re, im
+
+
+def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
+           ns: int) -> None:
+    """One radix-2 Stockham stage with sub-transforms of length ``ns``: butterfly ``j``
+    combines ``x[j]`` and ``x[j + n/2]`` into ``y[(j / ns) 2 ns + j % ns]`` and
+    ``ns`` further."""
+    (sr, si), (dr, di) = bufs
+    ct, half = p.ctype, p.m // 2
+    with _each(k, half) as j:
+        kk = k.irem(j, ns)
+        a = sr.load(j), si.load(j)
+        b = sr.load(k.iadd(j, half)), si.load(k.iadd(j, half))
+        if ns > 1:
+            b = _cmul(k, b, _twiddle(k, p, table, k.imul(kk, half // ns * (p.n // p.m))), ct)
+        out = k.iadd(k.imul(k.idiv(j, ns), 2 * ns), kk)
+        dr.store(k.arith("add", a[0], b[0], ct), out)
+        di.store(k.arith("add", a[1], b[1], ct), out)
+        dr.store(k.arith("sub", a[0], b[0], ct), k.iadd(out, ns))
+        di.store(k.arith("sub", a[1], b[1], ct), k.iadd(out, ns))
+
+
+def _dft(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int) -> None:
+    """``y[r] = sum_q x[q] w[r q mod n]`` for every output ``r``."""
+    (sr, si), (dr, di) = bufs
+    ct, n = p.ctype, p.n
+    zero = k.const(0.0, ct)
+    with _each(k, n) as r:
+        with k.loop(0, n, [zero, zero, k.idx(0)], [ct, ct, "index"]) as loop:
+            acc_r, acc_i, m = loop.carried
+            x = sr.load(loop.var), si.load(loop.var)
+            re, im = _cmul(k, x, _twiddle(k, p, table, m), ct)
+            step = k.arith("add", m, r, "index")
+            wrap = k.cmp("ge", step, k.idx(n), "index")
+            step = k.select(wrap, k.idx(k.isub(step, n)), step, "index")
+            loop.yields = [k.arith("add", acc_r, re, ct), k.arith("add", acc_i, im, ct), step]
+        dr.store(loop.results[0], r)
+        di.store(loop.results[1], r)
+
+
+def _store_line(k: KernelBuilder, p: LinePass, src: Pair, first: list[IndexExpr],
+                out: int) -> None:
+    """Store the line's outputs (scaled by ``1 / n`` when inverse; a halved ``c2r`` line
+    holds ``m x[2j] + i m x[2j+1]``)."""
+    ct, t = p.ctype, p.out_type
+    total = prod(p.shape)
+    with _each(k, p.m if p.halved else p.out_len) as j:
+        re, im = src[0].load(j), src[1].load(j)
+        if p.inverse:
+            scale = k.const(1.0 / p.m, ct)
+            re = k.arith("mul", re, scale, ct)
+            im = k.arith("mul", im, scale, ct)
+        if p.halved:
+            at = k.imul(j, 2)
+            k.store(k.cast(re, ct, t), out, t, total, k.linear(_at(first, p.dim, at), p.shape))
+            k.store(k.cast(im, ct, t), out, t, total,
+                    k.linear(_at(first, p.dim, k.iadd(at, 1)), p.shape))
+        elif p.kind == "c2r":
+            at = k.linear(_at(first, p.dim, j), p.shape)
+            k.store(k.cast(re, ct, t), out, t, total, at)
+        else:
+            _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
+
+
+def _store_complex(k: KernelBuilder, p: LinePass, value: Complex, out: int,
+                   at: IndexExpr) -> None:
+    """Store ``value`` as an element of the complex output."""
+    t = p.out_type
+    rt = _REAL[t]
+    c = k.emit(f"complex {k.cast(value[0], p.ctype, rt)}, {k.cast(value[1], p.ctype, rt)} "
+               f": {t}")
+    k.store(c, out, t, prod(p.shape), at)
