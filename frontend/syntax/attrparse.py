@@ -230,8 +230,12 @@ class AttrParser(TypeParser):
         return A.ConvDimsAttr(tuple(lhs), tuple(rhs), tuple(out))
 
     def _conv_label(self) -> str:
-        if self.kind == "INT" and not 0 <= int_value(self.text) < 1 << 31:
-            self.error(f"spatial dimension label {short(self.text)} is out of range")
-        if self.kind == "INT" or (self.kind == "BARE" and self.text in _CONV_LABELS):
+        if self.kind == "INT":
+            value = int_value(self.text)
+            if not 0 <= value < 1 << 31:
+                self.error(f"spatial dimension label {short(self.text)} is out of range")
+            self.advance()
+            return str(value)  # canonical: no leading zeros
+        if self.kind == "BARE" and self.text in _CONV_LABELS:
             return self.advance()
         self.fail("a dimension label (b, f, i, o or a spatial index)")
