@@ -32,6 +32,8 @@ from frontend.lower.fused import Fused
 
 WG = 64
 """Work-items per work-group at most (a power of two)."""
+INNER = 8
+"""Stages with sub-transforms at least this long run them as the fastest loop."""
 LOCAL_BYTES = 32768
 """Scratch of a line in local memory up to this size (four arrays of ``n`` reals)."""
 
@@ -121,8 +123,8 @@ def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None
         else:
             _load_line(f, p, source, first, src)
         if p.pow2:
-            for s in range((m - 1).bit_length()):
-                _stage(k, p, (src, dst), table, 1 << s)
+            for radix, ns, at in stages(m):
+                _stage(k, p, (src, dst), table, (radix, ns, at))
                 src, dst = dst, src
         else:
             _dft(k, p, (src, dst), table)
@@ -170,13 +172,52 @@ Pair = tuple[Scratch, Scratch]
 
 
 def _table(lw: FuncLowering, p: LinePass) -> int:
-    """A constant buffer of ``exp(sign 2 pi i m / n)``, interleaved (re, im): ``m <= n / 2``
-    for the FFT (a transform of half the length reads every other one), ``m < n`` for the
-    DFT."""
-    m = np.arange(p.n // 2 + 1 if p.pow2 else p.n, dtype=np.float64)
-    w = np.exp(p.sign * 2j * np.pi * m / p.n)
-    data = np.stack([w.real, w.imag], axis=-1).astype(_NP[p.ctype]).reshape(-1)
+    """A constant buffer of twiddles (see :func:`_entries`): the real parts, then the
+    imaginary ones (contiguous loads in a stage)."""
+    w = _entries(p)
+    data = np.concatenate([w.real, w.imag]).astype(_NP[p.ctype])
     return lw.new_buffer(p.ctype, (max(data.size, 1),), data.tobytes())
+
+
+def stages(m: int) -> list[tuple[int, int, int]]:
+    """The Stockham stages of a power-of-two length ``m``: ``(radix, ns, table offset)``
+    with sub-transforms of length ``ns`` growing by the radix: one radix-2 stage first when
+    ``log2 m`` is odd, radix 4 after it."""
+    out, ns, at = [], 1, 0
+    if (m.bit_length() - 1) % 2:
+        out.append((2, 1, 0))
+        ns, at = 2, 1
+    while ns < m:
+        out.append((4, ns, at))
+        ns, at = ns * 4, at + 3 * ns
+    return out
+
+
+def _table_entries(m: int) -> int:
+    """Twiddles of the stages of length ``m`` (:func:`stages`)."""
+    return sum(ns if radix == 2 else 3 * ns for radix, ns, _ in stages(m))
+
+
+def _entries(p: LinePass) -> np.ndarray:
+    """The twiddles of ``p`` in double, ``w(x) = exp(sign 2 pi i x)``: for the FFT, each
+    stage's ``w(t kk / (radix ns))`` for ``t = 1 .. radix-1`` (blocks of ``ns``, ``kk <
+    ns``), then for a halved line ``w(j / n)``, ``j <= n / 2``; for the DFT ``w(j / n)``,
+    ``j < n``."""
+    def w(x: np.ndarray) -> np.ndarray:
+        return np.exp(p.sign * 2j * np.pi * x)
+    if not p.pow2:
+        return w(np.arange(p.n) / p.n)
+    parts = [w(t * np.arange(ns) / (radix * ns)) for radix, ns, _ in stages(p.m)
+             for t in range(1, radix)]
+    if p.halved:
+        parts.append(w(np.arange(p.m + 1) / p.n))
+    return np.concatenate(parts) if parts else np.zeros(0, complex)
+
+
+def _table_size(p: LinePass) -> int:
+    if not p.pow2:
+        return 2 * p.n
+    return 2 * (_table_entries(p.m) + (p.m + 1 if p.halved else 0))
 
 
 @contextmanager
@@ -224,10 +265,10 @@ def _load_line(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
 
 
 def _twiddle(k: KernelBuilder, p: LinePass, table: int, m: IndexExpr) -> Complex:
-    """Entry ``m`` of the table: ``exp(sign 2 pi i m / n)``."""
-    size = 2 * (p.n // 2 + 1) if p.pow2 else 2 * p.n
-    at = k.imul(m, 2)
-    return (k.load(table, p.ctype, size, at), k.load(table, p.ctype, size, k.iadd(at, 1)))
+    """Entry ``m`` of the table (:func:`_entries`)."""
+    size = _table_size(p)
+    return (k.load(table, p.ctype, max(size, 1), m),
+            k.load(table, p.ctype, max(size, 1), k.iadd(m, size // 2)))
 
 
 def _half(k: KernelBuilder, a: Complex, b: Complex, t: str) -> tuple[Complex, Complex]:
@@ -254,7 +295,7 @@ def _store_spectrum(k: KernelBuilder, p: LinePass, src: tuple[Pair, int],
         b = zr.load(b_at), k.arith("neg", zi.load(b_at), None, ct)
         e, d = _half(k, a, b, ct)
         o = d[1], k.arith("neg", d[0], None, ct)
-        wo = _cmul(k, _twiddle(k, p, table, j), o, ct)
+        wo = _cmul(k, _twiddle(k, p, table, k.iadd(j, _table_entries(m))), o, ct)
         re, im = k.arith("add", e[0], wo[0], ct), k.arith("add", e[1], wo[1], ct)
         _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
 
@@ -276,7 +317,7 @@ def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], first: list[
         a = a[0], k.select(edge, zero, a[1], ct)
         b = b[0], k.select(edge, zero, k.arith("neg", b[1], None, ct), ct)
         e, d = _half(k, a, b, ct)
-        o = _cmul(k, d, _twiddle(k, p, table, j), ct)
+        o = _cmul(k, d, _twiddle(k, p, table, k.iadd(j, _table_entries(m))), ct)
         dst[0].store(k.arith("sub", e[0], o[1], ct), j)
         dst[1].store(k.arith("add", e[1], o[0], ct), j)
 
@@ -288,23 +329,55 @@ def _cmul(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
 
 
 def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
-           ns: int) -> None:
-    """One radix-2 Stockham stage with sub-transforms of length ``ns``: butterfly ``j``
-    combines ``x[j]`` and ``x[j + n/2]`` into ``y[(j / ns) 2 ns + j % ns]`` and
-    ``ns`` further."""
+           stage: tuple[int, int, int]) -> None:
+    """One Stockham stage of ``radix`` with sub-transforms of length ``ns``: butterfly
+    ``(kk, b)`` reads ``x[j + t m / radix]`` (``j = b ns + kk``), multiplies them by
+    ``w(t kk / (radix ns))`` and writes their ``radix``-point DFT to ``y[b radix ns + kk +
+    r ns]``.  A ``foreach_nd`` whose fastest mode is ``kk`` once ``ns >=`` :data:`INNER`
+    (contiguous runs the compiler vectorises), else ``b``."""
     (sr, si), (dr, di) = bufs
-    ct, half = p.ctype, p.m // 2
-    with _each(k, half) as j:
-        kk = k.irem(j, ns)
-        a = sr.load(j), si.load(j)
-        b = sr.load(k.iadd(j, half)), si.load(k.iadd(j, half))
+    radix, ns, at = stage
+    ct, step = p.ctype, p.m // radix
+    kk, b = k.fresh("l"), k.fresh("l")
+    order = [(kk, ns), (b, step // ns)] if ns >= INNER else [(b, step // ns), (kk, ns)]
+    names = ", ".join(v for v, _ in order)
+    zero = k.idx(0)
+    head = f"foreach ({names}) = ({zero}, {zero}), ({k.idx(order[0][1])}, {k.idx(order[1][1])})"
+    with k.block(f"{head} : index {{"):
+        j = k.iadd(k.imul(b, ns), kk)
+        xs = [(sr.load(k.iadd(j, t * step)), si.load(k.iadd(j, t * step)))
+              for t in range(radix)]
         if ns > 1:
-            b = _cmul(k, b, _twiddle(k, p, table, k.imul(kk, half // ns * (p.n // p.m))), ct)
-        out = k.iadd(k.imul(k.idiv(j, ns), 2 * ns), kk)
-        dr.store(k.arith("add", a[0], b[0], ct), out)
-        di.store(k.arith("add", a[1], b[1], ct), out)
-        dr.store(k.arith("sub", a[0], b[0], ct), k.iadd(out, ns))
-        di.store(k.arith("sub", a[1], b[1], ct), k.iadd(out, ns))
+            for t in range(1, radix):
+                w = _twiddle(k, p, table, k.iadd(kk, at + (t - 1) * ns))
+                xs[t] = _cmul(k, xs[t], w, ct)
+        ys = _dft2(k, xs, ct) if radix == 2 else _dft4(k, xs, p.sign, ct)
+        out = k.iadd(k.imul(b, radix * ns), kk)
+        for r, y in enumerate(ys):
+            dr.store(y[0], k.iadd(out, r * ns))
+            di.store(y[1], k.iadd(out, r * ns))
+
+
+def _add(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
+    return k.arith("add", a[0], b[0], t), k.arith("add", a[1], b[1], t)
+
+
+def _sub(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
+    return k.arith("sub", a[0], b[0], t), k.arith("sub", a[1], b[1], t)
+
+
+def _dft2(k: KernelBuilder, xs: list[Complex], t: str) -> list[Complex]:
+    return [_add(k, xs[0], xs[1], t), _sub(k, xs[0], xs[1], t)]
+
+
+def _dft4(k: KernelBuilder, xs: list[Complex], sign: float, t: str) -> list[Complex]:
+    """The 4-point DFT with ``exp(sign 2 pi i / 4) = sign i``."""
+    a0, a1 = _add(k, xs[0], xs[2], t), _sub(k, xs[0], xs[2], t)
+    a2, d = _add(k, xs[1], xs[3], t), _sub(k, xs[1], xs[3], t)
+    # d * (sign i) = (-sign d.im, sign d.re)
+    a3 = ((k.arith("neg", d[1], None, t), d[0]) if sign > 0
+          else (d[1], k.arith("neg", d[0], None, t)))
+    return [_add(k, a0, a2, t), _add(k, a1, a3, t), _sub(k, a0, a2, t), _sub(k, a1, a3, t)]
 
 
 def _dft(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int) -> None:
