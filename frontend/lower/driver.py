@@ -19,7 +19,13 @@ import numpy as np
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, groups_nd
-from frontend.lower.fused import Epilogue, Fused, materialize_results, plan_epilogue, splat_constant
+from frontend.lower.fused import (
+    Epilogue,
+    Fused,
+    materialize_results,
+    plan_epilogue,
+    recompute_instead,
+)
 from frontend.lower.inline import inline_calls
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
@@ -171,7 +177,7 @@ class FuncLowering:
 
     def _shared(self, op: Op) -> bool:
         return (op.name not in CHEAP and self.uses.get(op.result, 0) > 1
-                and not splat_constant(self, op.result))
+                and not recompute_instead(self, op.result))
 
     # -- epilogue fusion -----------------------------------------------------------------------
 

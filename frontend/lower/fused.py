@@ -192,6 +192,24 @@ def _compute_together(lw: FuncLowering, group: list[Value]) -> None:
 
 
 _SPLAT_KEEPING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape"})
+_LIGHT = frozenset(f"stablehlo.{name}" for name in (
+    "abs add and compare convert divide maximum minimum multiply negate not or remainder "
+    "select shift_left shift_right_arithmetic shift_right_logical sign subtract xor").split())
+"""Element-wise ops costing a few instructions per element."""
+
+
+def recompute_instead(lw: FuncLowering, v: Value) -> bool:
+    """True when a lazy value used several times is better recomputed by each consumer
+    than written to a buffer: a splat constant (:func:`splat_constant`), or one light op
+    (:data:`_LIGHT`) whose operands are buffers or splat constants (one op per use,
+    never a chain: ``x // 7`` read by the floor and the remainder fixes of
+    ``jnp.floor_divide``)."""
+    op = v.owner
+    if splat_constant(lw, v):
+        return True
+    if not isinstance(op, Op) or op.name not in _LIGHT or lw.buffer_of(v) is not None:
+        return False
+    return all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands)
 
 
 def splat_constant(lw: FuncLowering, v: Value) -> bool:

@@ -29,7 +29,7 @@ def test_chain_matches_numpy() -> None:
 
 def test_chain_fuses_into_consumers() -> None:
     lowered = lower_function(frontend.parse(CHAIN))
-    assert lowered.kernels.count("func @") == 2  # one per result, no intermediates
+    assert lowered.kernels.count("func @") == 1  # both results, no intermediates
 
 
 def test_integer_ops_and_convert() -> None:
