@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -34,6 +35,8 @@ WG = 64
 """Work-items per work-group at most (a power of two)."""
 INNER = 8
 """Stages with sub-transforms at least this long run them as the fastest loop."""
+DFT_MAX = 64
+"""Lengths that are not powers of two up to this take the direct DFT."""
 LOCAL_BYTES = 32768
 """Scratch of a line in local memory up to this size (four arrays of ``n`` reals)."""
 
@@ -82,15 +85,29 @@ class LinePass:
         return self.kind != "c2c" and self.pow2 and self.n >= 2
 
     @property
+    def bluestein(self) -> bool:
+        """True when a length that is not a power of two goes through Bluestein's
+        algorithm (longer than :data:`DFT_MAX`)."""
+        return not self.pow2 and self.n > DFT_MAX
+
+    @property
+    def fft(self) -> bool:
+        """True when the line runs Stockham stages (else the direct DFT)."""
+        return self.pow2 or self.bluestein
+
+    @property
     def m(self) -> int:
-        """The length of the complex transform."""
+        """The length of the complex transform: half a halved line's, the power of two
+        ``>= 2 n - 1`` of Bluestein's convolution."""
+        if self.bluestein:
+            return 1 << (2 * self.n - 2).bit_length()
         return self.n // 2 if self.halved else self.n
 
     @property
     def ctype(self) -> str:
         """The real type the line is computed in."""
         real = _REAL.get(self.out_type, self.out_type)
-        return real if self.pow2 else "f64"
+        return real if self.fft else "f64"
 
     @property
     def sign(self) -> float:
@@ -105,7 +122,7 @@ def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None
         return
     table = _table(lw, p)
     m = p.m
-    width = m // 2 if p.pow2 else m
+    width = m // 2 if p.fft else m
     wg = min(WG, 1 << max(width - 1, 0).bit_length())
     local = 4 * m * np.dtype(_NP[p.ctype]).itemsize <= LOCAL_BYTES
     globals_ = None if local else [lw.new_buffer(p.ctype, (lines * m,)) for _ in range(4)]
@@ -120,19 +137,23 @@ def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None
         src, dst = (arrays[0], arrays[1]), (arrays[2], arrays[3])
         if p.halved and p.kind == "c2r":
             _load_hermitian(f, p, (source, table), first, src)
+        elif p.bluestein:
+            _load_chirped(f, p, (source, table), first, src)
         else:
             _load_line(f, p, source, first, src)
-        if p.pow2:
-            for radix, ns, at in stages(m):
-                _stage(k, p, (src, dst), table, (radix, ns, at))
-                src, dst = dst, src
+        if p.bluestein:
+            src, dst = _stages(k, p, (src, dst), table, "fwd")
+            _multiply(k, p, src, table)
+            src, dst = _stages(k, p, (src, dst), table, "inv")
+        elif p.pow2:
+            src, dst = _stages(k, p, (src, dst), table, "fwd")
         else:
             _dft(k, p, (src, dst), table)
             src = dst
         if p.halved and p.kind == "r2c":
             _store_spectrum(k, p, (src, table), first, out)
         else:
-            _store_line(k, p, src, first, out)
+            _store_line(k, p, src, first, out, table)
     lw.launch_last(lines)
 
 
@@ -172,11 +193,58 @@ Pair = tuple[Scratch, Scratch]
 
 
 def _table(lw: FuncLowering, p: LinePass) -> int:
-    """A constant buffer of twiddles (see :func:`_entries`): the real parts, then the
+    """A constant buffer of twiddles (see :func:`_sections`): the real parts, then the
     imaginary ones (contiguous loads in a stage)."""
-    w = _entries(p)
+    w = np.concatenate([v for _, v in _sections(p)] or [np.zeros(0, complex)])
     data = np.concatenate([w.real, w.imag]).astype(_NP[p.ctype])
     return lw.new_buffer(p.ctype, (max(data.size, 1),), data.tobytes())
+
+
+@lru_cache(maxsize=64)
+def _sections(p: LinePass) -> tuple[tuple[str, np.ndarray], ...]:
+    """The parts of ``p``'s table, in double, ``w(x) = exp(sign 2 pi i x)``:
+
+    * ``fwd``: each Stockham stage's ``w(t kk / (radix ns))`` for ``t = 1 .. radix-1``
+      (blocks of ``ns``, ``kk < ns``), with the pass's sign (Bluestein: -1);
+    * ``half`` (halved lines): ``w(j / n)``, ``j <= n / 2``;
+    * Bluestein: ``inv``, the stages with sign +1; ``b``, the FFT of the convolution's
+      kernel ``conj c`` divided by ``m``; ``chirp``, ``c[j] = w(j^2 / (2 n))``, ``j < n``;
+    * ``roots`` (direct DFT): ``w(j / n)``, ``j < n``.
+    """
+    def w(x: np.ndarray, sign: float = p.sign) -> np.ndarray:
+        return np.exp(sign * 2j * np.pi * x)
+
+    def stage_twiddles(sign: float) -> np.ndarray:
+        parts = [w(t * np.arange(ns) / (radix * ns), sign) for radix, ns, _ in stages(p.m)
+                 for t in range(1, radix)]
+        return np.concatenate(parts) if parts else np.zeros(0, complex)
+    if p.bluestein:
+        j = np.arange(p.n)
+        chirp = w((j * j % (2 * p.n)) / (2 * p.n))
+        kernel = np.zeros(p.m, complex)
+        kernel[:p.n] = chirp.conj()
+        kernel[p.m - p.n + 1:] = chirp[1:][::-1].conj()
+        return (("fwd", stage_twiddles(-1.0)), ("inv", stage_twiddles(1.0)),
+                ("b", np.fft.fft(kernel) / p.m), ("chirp", chirp))
+    if not p.pow2:
+        return (("roots", w(np.arange(p.n) / p.n)),)
+    if p.halved:
+        return ("fwd", stage_twiddles(p.sign)), ("half", w(np.arange(p.m + 1) / p.n))
+    return (("fwd", stage_twiddles(p.sign)),)
+
+
+def _offset(p: LinePass, name: str) -> int:
+    """The first entry of section ``name`` of ``p``'s table."""
+    at = 0
+    for key, values in _sections(p):
+        if key == name:
+            return at
+        at += len(values)
+    raise KeyError(name)
+
+
+def _table_size(p: LinePass) -> int:
+    return 2 * sum(len(v) for _, v in _sections(p))
 
 
 def stages(m: int) -> list[tuple[int, int, int]]:
@@ -191,33 +259,6 @@ def stages(m: int) -> list[tuple[int, int, int]]:
         out.append((4, ns, at))
         ns, at = ns * 4, at + 3 * ns
     return out
-
-
-def _table_entries(m: int) -> int:
-    """Twiddles of the stages of length ``m`` (:func:`stages`)."""
-    return sum(ns if radix == 2 else 3 * ns for radix, ns, _ in stages(m))
-
-
-def _entries(p: LinePass) -> np.ndarray:
-    """The twiddles of ``p`` in double, ``w(x) = exp(sign 2 pi i x)``: for the FFT, each
-    stage's ``w(t kk / (radix ns))`` for ``t = 1 .. radix-1`` (blocks of ``ns``, ``kk <
-    ns``), then for a halved line ``w(j / n)``, ``j <= n / 2``; for the DFT ``w(j / n)``,
-    ``j < n``."""
-    def w(x: np.ndarray) -> np.ndarray:
-        return np.exp(p.sign * 2j * np.pi * x)
-    if not p.pow2:
-        return w(np.arange(p.n) / p.n)
-    parts = [w(t * np.arange(ns) / (radix * ns)) for radix, ns, _ in stages(p.m)
-             for t in range(1, radix)]
-    if p.halved:
-        parts.append(w(np.arange(p.m + 1) / p.n))
-    return np.concatenate(parts) if parts else np.zeros(0, complex)
-
-
-def _table_size(p: LinePass) -> int:
-    if not p.pow2:
-        return 2 * p.n
-    return 2 * (_table_entries(p.m) + (p.m + 1 if p.halved else 0))
 
 
 @contextmanager
@@ -252,20 +293,63 @@ def _load_line(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
             at = k.imul(j, 2)
             re = k.cast(source(f, _at(first, p.dim, at)), p.in_type, ct)
             im = k.cast(source(f, _at(first, p.dim, k.iadd(at, 1))), p.in_type, ct)
-        elif p.kind == "c2r":
-            half = p.n // 2
-            direct = k.cmp("le", j, k.idx(half), "index")
-            q = k.select(direct, j, k.idx(k.isub(p.n, j)), "index")
-            re, im = _split(k, source(f, _at(first, p.dim, q)), p.in_type, ct)
-            im = k.select(direct, im, k.arith("neg", im, None, ct), ct)
         else:
-            re, im = _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
+            re, im = _input(f, p, source, first, j)
         dst[0].store(re, j)
         dst[1].store(im, j)
 
 
+def _input(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
+           j: IndexExpr) -> Complex:
+    """Input element ``j < n`` of the line (``c2r``: of the full Hermitian spectrum)."""
+    k, ct = f.k, p.ctype
+    if p.kind != "c2r":
+        return _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
+    direct = k.cmp("le", k.idx(j), k.idx(p.n // 2), "index")
+    q = k.select(direct, k.idx(j), k.idx(k.isub(p.n, j)), "index")
+    re, im = _split(k, source(f, _at(first, p.dim, q)), p.in_type, ct)
+    return re, k.select(direct, im, k.arith("neg", im, None, ct), ct)
+
+
+def _load_chirped(f: Fused, p: LinePass, src: tuple[Source, int], first: list[IndexExpr],
+                  dst: Pair) -> None:
+    """Bluestein's first factor: ``x[j] c[j]`` for ``j < n``, zeros up to ``m``."""
+    source, table = src
+    k, ct = f.k, p.ctype
+    zero = k.const(0.0, ct)
+    with _each(k, p.m) as j:
+        inside = k.cmp("lt", j, k.idx(p.n), "index")
+        q = k.select(inside, j, k.idx(p.n - 1), "index")
+        x = _cmul(k, _input(f, p, source, first, q),
+                  _twiddle(k, p, table, k.iadd(q, _offset(p, "chirp"))), ct)
+        dst[0].store(k.select(inside, x[0], zero, ct), j)
+        dst[1].store(k.select(inside, x[1], zero, ct), j)
+
+
+def _multiply(k: KernelBuilder, p: LinePass, line: Pair, table: int) -> None:
+    """Multiply the line by Bluestein's transformed kernel, in place."""
+    with _each(k, p.m) as j:
+        x = _cmul(k, (line[0].load(j), line[1].load(j)),
+                  _twiddle(k, p, table, k.iadd(j, _offset(p, "b"))), p.ctype)
+        line[0].store(x[0], j)
+        line[1].store(x[1], j)
+
+
+def _stages(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
+            section: str) -> tuple[Pair, Pair]:
+    """The Stockham stages of length ``m`` with the twiddles of ``section`` (``inv``:
+    sign +1); returns (result, spare)."""
+    src, dst = bufs
+    sign = 1.0 if section == "inv" else -1.0 if p.bluestein else p.sign
+    base = _offset(p, section)
+    for radix, ns, at in stages(p.m):
+        _stage(k, p, (src, dst), table, (radix, ns, base + at), sign)
+        src, dst = dst, src
+    return src, dst
+
+
 def _twiddle(k: KernelBuilder, p: LinePass, table: int, m: IndexExpr) -> Complex:
-    """Entry ``m`` of the table (:func:`_entries`)."""
+    """Entry ``m`` of the table (:func:`_sections`)."""
     size = _table_size(p)
     return (k.load(table, p.ctype, max(size, 1), m),
             k.load(table, p.ctype, max(size, 1), k.iadd(m, size // 2)))
@@ -295,7 +379,7 @@ def _store_spectrum(k: KernelBuilder, p: LinePass, src: tuple[Pair, int],
         b = zr.load(b_at), k.arith("neg", zi.load(b_at), None, ct)
         e, d = _half(k, a, b, ct)
         o = d[1], k.arith("neg", d[0], None, ct)
-        wo = _cmul(k, _twiddle(k, p, table, k.iadd(j, _table_entries(m))), o, ct)
+        wo = _cmul(k, _twiddle(k, p, table, k.iadd(j, _offset(p, "half"))), o, ct)
         re, im = k.arith("add", e[0], wo[0], ct), k.arith("add", e[1], wo[1], ct)
         _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
 
@@ -317,7 +401,7 @@ def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], first: list[
         a = a[0], k.select(edge, zero, a[1], ct)
         b = b[0], k.select(edge, zero, k.arith("neg", b[1], None, ct), ct)
         e, d = _half(k, a, b, ct)
-        o = _cmul(k, d, _twiddle(k, p, table, k.iadd(j, _table_entries(m))), ct)
+        o = _cmul(k, d, _twiddle(k, p, table, k.iadd(j, _offset(p, "half"))), ct)
         dst[0].store(k.arith("sub", e[0], o[1], ct), j)
         dst[1].store(k.arith("add", e[1], o[0], ct), j)
 
@@ -329,7 +413,7 @@ def _cmul(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
 
 
 def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
-           stage: tuple[int, int, int]) -> None:
+           stage: tuple[int, int, int], sign: float) -> None:
     """One Stockham stage of ``radix`` with sub-transforms of length ``ns``: butterfly
     ``(kk, b)`` reads ``x[j + t m / radix]`` (``j = b ns + kk``), multiplies them by
     ``w(t kk / (radix ns))`` and writes their ``radix``-point DFT to ``y[b radix ns + kk +
@@ -351,7 +435,7 @@ def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
             for t in range(1, radix):
                 w = _twiddle(k, p, table, k.iadd(kk, at + (t - 1) * ns))
                 xs[t] = _cmul(k, xs[t], w, ct)
-        ys = _dft2(k, xs, ct) if radix == 2 else _dft4(k, xs, p.sign, ct)
+        ys = _dft2(k, xs, ct) if radix == 2 else _dft4(k, xs, sign, ct)
         out = k.iadd(k.imul(b, radix * ns), kk)
         for r, y in enumerate(ys):
             dr.store(y[0], k.iadd(out, r * ns))
@@ -399,15 +483,19 @@ def _dft(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int) -> 
 
 
 def _store_line(k: KernelBuilder, p: LinePass, src: Pair, first: list[IndexExpr],
-                out: int) -> None:
+                out: int, table: int) -> None:
     """Store the line's outputs (scaled by ``1 / n`` when inverse; a halved ``c2r`` line
-    holds ``m x[2j] + i m x[2j+1]``)."""
+    holds ``m x[2j] + i m x[2j+1]``, Bluestein's convolution is multiplied by the chirp
+    first)."""
     ct, t = p.ctype, p.out_type
     total = prod(p.shape)
     with _each(k, p.m if p.halved else p.out_len) as j:
         re, im = src[0].load(j), src[1].load(j)
+        if p.bluestein:
+            re, im = _cmul(k, (re, im), _twiddle(k, p, table, k.iadd(j, _offset(p, "chirp"))),
+                           ct)
         if p.inverse:
-            scale = k.const(1.0 / p.m, ct)
+            scale = k.const(1.0 / (p.m if p.halved else p.n), ct)
             re = k.arith("mul", re, scale, ct)
             im = k.arith("mul", im, scale, ct)
         if p.halved:

@@ -72,11 +72,13 @@ def test_interpret_fft() -> None:
     assert interpret_failures("fft") == {}
 
 
-# power-of-two lines (Stockham), halved real lines, lines in global scratch (f64 2048,
-# DFT of 1200), length 1 and 2, 2-D and 3-D mixes of radix-2 and direct dimensions
+# power-of-two lines (Stockham, odd and even log2), halved real lines, lines in global
+# scratch (f64 2048, Bluestein's 4096 for 1200), length 1 and 2, Bluestein lengths (100,
+# prime 97), 2-D and 3-D mixes of Stockham, direct and Bluestein dimensions
 MORE = [([512], (4, 512)), ([1], (3, 1)), ([2], (5, 2)), ([16, 32], (2, 16, 32)),
         ([4, 8, 2], (2, 4, 8, 2)), ([12, 8], (3, 12, 8)), ([2048], (2, 2048)),
-        ([1200], (2, 1200)), ([64], (2, 3, 64))]
+        ([1200], (2, 1200)), ([64], (2, 3, 64)), ([100], (3, 100)), ([97], (2, 97)),
+        ([3, 80], (2, 3, 80))]
 
 
 @pytest.mark.parametrize("lengths,shape", MORE)
