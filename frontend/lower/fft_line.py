@@ -19,6 +19,7 @@ stored).  Inverse transforms scale by ``1 / n``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ WG = 64
 """Work-items per work-group at most (a power of two)."""
 INNER = 8
 """Stages with sub-transforms at least this long run them as the fastest loop."""
+RADICES = (2, 3, 5, 7)
+"""Prime factors of the lengths the Stockham FFT takes (radix 4 for pairs of 2s)."""
 DFT_MAX = 64
 """Lengths that are not powers of two up to this take the direct DFT."""
 LOCAL_BYTES = 32768
@@ -73,27 +76,27 @@ class LinePass:
         return self.shape[self.dim]
 
     @property
-    def pow2(self) -> bool:
-        """True when the Stockham FFT applies."""
-        return self.n & (self.n - 1) == 0
+    def smooth(self) -> bool:
+        """True when the Stockham FFT applies: ``n`` is a product of :data:`RADICES`."""
+        return radices(self.n) is not None
 
     @property
     def halved(self) -> bool:
-        """True when a real line (``r2c``, ``c2r``) of even power-of-two length goes
-        through a complex FFT of half its length: even elements as real parts, odd ones as
+        """True when a real line (``r2c``, ``c2r``) of even smooth length goes through a
+        complex FFT of half its length: even elements as real parts, odd ones as
         imaginary parts."""
-        return self.kind != "c2c" and self.pow2 and self.n >= 2
+        return self.kind != "c2c" and self.smooth and self.n % 2 == 0
 
     @property
     def bluestein(self) -> bool:
-        """True when a length that is not a power of two goes through Bluestein's
-        algorithm (longer than :data:`DFT_MAX`)."""
-        return not self.pow2 and self.n > DFT_MAX
+        """True when a length that is not smooth goes through Bluestein's algorithm
+        (longer than :data:`DFT_MAX`)."""
+        return not self.smooth and self.n > DFT_MAX
 
     @property
     def fft(self) -> bool:
         """True when the line runs Stockham stages (else the direct DFT)."""
-        return self.pow2 or self.bluestein
+        return self.smooth or self.bluestein
 
     @property
     def m(self) -> int:
@@ -145,7 +148,7 @@ def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None
             src, dst = _stages(k, p, (src, dst), table, "fwd")
             _multiply(k, p, src, table)
             src, dst = _stages(k, p, (src, dst), table, "inv")
-        elif p.pow2:
+        elif p.smooth:
             src, dst = _stages(k, p, (src, dst), table, "fwd")
         else:
             _dft(k, p, (src, dst), table)
@@ -226,7 +229,7 @@ def _sections(p: LinePass) -> tuple[tuple[str, np.ndarray], ...]:
         kernel[p.m - p.n + 1:] = chirp[1:][::-1].conj()
         return (("fwd", stage_twiddles(-1.0)), ("inv", stage_twiddles(1.0)),
                 ("b", np.fft.fft(kernel) / p.m), ("chirp", chirp))
-    if not p.pow2:
+    if not p.smooth:
         return (("roots", w(np.arange(p.n) / p.n)),)
     if p.halved:
         return ("fwd", stage_twiddles(p.sign)), ("half", w(np.arange(p.m + 1) / p.n))
@@ -247,17 +250,31 @@ def _table_size(p: LinePass) -> int:
     return 2 * sum(len(v) for _, v in _sections(p))
 
 
+def radices(m: int) -> list[int] | None:
+    """The radices of the Stockham stages of length ``m`` in order (one 2 first when
+    ``m`` has an odd power of two, then 4s, then odd factors), or None when ``m`` has a
+    prime factor outside :data:`RADICES`."""
+    out, rest = [], m
+    twos = (rest & -rest).bit_length() - 1
+    rest >>= twos
+    if twos % 2:
+        out.append(2)
+    out += [4] * (twos // 2)
+    for r in RADICES[1:]:
+        while rest % r == 0:
+            out.append(r)
+            rest //= r
+    return out if rest == 1 else None
+
+
 def stages(m: int) -> list[tuple[int, int, int]]:
-    """The Stockham stages of a power-of-two length ``m``: ``(radix, ns, table offset)``
-    with sub-transforms of length ``ns`` growing by the radix: one radix-2 stage first when
-    ``log2 m`` is odd, radix 4 after it."""
+    """The Stockham stages of a smooth length ``m``: ``(radix, ns, table offset)`` with
+    sub-transforms of length ``ns`` growing by the radix (:func:`radices`); stage
+    ``(r, ns)`` has ``(r - 1) ns`` twiddles."""
     out, ns, at = [], 1, 0
-    if (m.bit_length() - 1) % 2:
-        out.append((2, 1, 0))
-        ns, at = 2, 1
-    while ns < m:
-        out.append((4, ns, at))
-        ns, at = ns * 4, at + 3 * ns
+    for r in radices(m) or []:
+        out.append((r, ns, at))
+        ns, at = ns * r, at + (r - 1) * ns
     return out
 
 
@@ -435,7 +452,8 @@ def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
             for t in range(1, radix):
                 w = _twiddle(k, p, table, k.iadd(kk, at + (t - 1) * ns))
                 xs[t] = _cmul(k, xs[t], w, ct)
-        ys = _dft2(k, xs, ct) if radix == 2 else _dft4(k, xs, sign, ct)
+        ys = (_dft2(k, xs, ct) if radix == 2 else _dft4(k, xs, sign, ct) if radix == 4
+              else _dft_small(k, xs, sign, ct))
         out = k.iadd(k.imul(b, radix * ns), kk)
         for r, y in enumerate(ys):
             dr.store(y[0], k.iadd(out, r * ns))
@@ -452,6 +470,33 @@ def _sub(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
 
 def _dft2(k: KernelBuilder, xs: list[Complex], t: str) -> list[Complex]:
     return [_add(k, xs[0], xs[1], t), _sub(k, xs[0], xs[1], t)]
+
+
+def _dft_small(k: KernelBuilder, xs: list[Complex], sign: float, t: str) -> list[Complex]:
+    """The ``r``-point DFT of ``xs`` (an odd prime ``r``) with constant roots: inputs
+    ``i`` and ``r - i`` share a cosine and their sines differ in sign, so ``y_q = x_0 +
+    sum_i (x_i + x_{r-i}) cos + i S`` and ``y_{r-q}`` has ``-i S``, ``S = sum_i (x_i -
+    x_{r-i}) sign sin``."""
+    r, half = len(xs), len(xs) // 2
+    sums = [_add(k, xs[i], xs[r - i], t) for i in range(1, half + 1)]
+    diffs = [_sub(k, xs[i], xs[r - i], t) for i in range(1, half + 1)]
+    out: list[Complex] = [xs[0]] * r
+    for a in sums:
+        out[0] = _add(k, out[0], a, t)
+    for q in range(1, half + 1):
+        e, big_s = xs[0], (k.const(0.0, t), k.const(0.0, t))
+        for i in range(1, half + 1):
+            c = k.const(math.cos(2 * math.pi * i * q / r), t)
+            sn = k.const(sign * math.sin(2 * math.pi * i * q / r), t)
+            e = _add(k, e, _scale(k, sums[i - 1], c, t), t)
+            big_s = _add(k, big_s, _scale(k, diffs[i - 1], sn, t), t)
+        out[q] = (k.arith("sub", e[0], big_s[1], t), k.arith("add", e[1], big_s[0], t))
+        out[r - q] = (k.arith("add", e[0], big_s[1], t), k.arith("sub", e[1], big_s[0], t))
+    return out
+
+
+def _scale(k: KernelBuilder, a: Complex, c: str, t: str) -> Complex:
+    return k.arith("mul", a[0], c, t), k.arith("mul", a[1], c, t)
 
 
 def _dft4(k: KernelBuilder, xs: list[Complex], sign: float, t: str) -> list[Complex]:

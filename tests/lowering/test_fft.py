@@ -72,13 +72,16 @@ def test_interpret_fft() -> None:
     assert interpret_failures("fft") == {}
 
 
-# power-of-two lines (Stockham, odd and even log2), halved real lines, lines in global
-# scratch (f64 2048, Bluestein's 4096 for 1200), length 1 and 2, Bluestein lengths (100,
-# prime 97), 2-D and 3-D mixes of Stockham, direct and Bluestein dimensions
+# Stockham lines (powers of two with odd and even log2, radices 3 5 7: 1200, 1000, 49,
+# 210, 15), halved real lines, lines in global scratch (f64 2048, Bluestein's 4096 for
+# the prime 1031), length 1 and 2, the direct DFT (17, 33), Bluestein (prime 97, 134 =
+# 2 * 67), 2-D and 3-D mixes of them
 MORE = [([512], (4, 512)), ([1], (3, 1)), ([2], (5, 2)), ([16, 32], (2, 16, 32)),
         ([4, 8, 2], (2, 4, 8, 2)), ([12, 8], (3, 12, 8)), ([2048], (2, 2048)),
         ([1200], (2, 1200)), ([64], (2, 3, 64)), ([100], (3, 100)), ([97], (2, 97)),
-        ([3, 80], (2, 3, 80))]
+        ([3, 80], (2, 3, 80)), ([1000], (2, 1000)), ([49], (3, 49)), ([210], (2, 210)),
+        ([15], (4, 15)), ([17, 33], (2, 17, 33)), ([134], (3, 134)), ([1031], (1, 1031)),
+        ([6, 134, 5], (6, 134, 5))]
 
 
 @pytest.mark.parametrize("lengths,shape", MORE)
