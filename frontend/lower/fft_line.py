@@ -5,16 +5,22 @@ A work-group takes one line (``WG`` work-items at most): it reads the line into 
 of them fit in :data:`LOCAL_BYTES`, else in global scratch buffers), transforms it and
 stores it; ``insert-barrier`` puts the barriers between the ``foreach`` steps.
 
-* Power-of-two lengths: a radix-2 Stockham (self-sorting) FFT, ``log2 n`` stages
+* Lengths whose prime factors are in :data:`RADICES`: a mixed-radix Stockham
+  (self-sorting) FFT, one stage per radix (2 at most once, then 4, 3, 5, 7),
   ping-ponging between two scratch arrays, twiddles read from a constant table computed
   on the host in double and stored in the element precision.
-* Other lengths: a direct DFT in double precision, ``exp(+-2 pi i m / n)`` from a
-  constant table indexed by ``p q mod n`` (kept incrementally, no division).
+* Other lengths up to :data:`DFT_MAX`: a direct DFT in double precision, ``exp(+-2 pi i
+  m / n)`` from a constant table indexed by ``p q mod n`` (kept incrementally, no
+  division).
+* Longer ones: Bluestein's algorithm, the DFT as a chirp times the cyclic convolution
+  of the chirped input with the conjugate chirp, by two power-of-two Stockham FFTs (the
+  kernel's transform is computed on the host).
 
 A line reads complex elements (``c2c``), real ones (``r2c``: the first ``n / 2 + 1``
 outputs are stored) or the first ``n / 2 + 1`` entries of a Hermitian spectrum
 (``c2r``: the others are the conjugates of their mirror images, the real part is
-stored).  Inverse transforms scale by ``1 / n``.
+stored); real lines of even smooth length go through a complex FFT of half the length
+(``LinePass.halved``).  Inverse transforms scale by ``1 / n``.
 """
 
 from __future__ import annotations
