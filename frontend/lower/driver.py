@@ -151,6 +151,10 @@ class FuncLowering:
                 for region in op.regions:
                     self.count_uses(region)
 
+    def ops(self) -> list[Op]:
+        """Every op of the function, nested regions included (after :meth:`count_uses`)."""
+        return list(self._where)
+
     def lower_block(self, block: Block) -> list[Value]:
         """Lower the ops of ``block``; return the values its terminator returns."""
         for op in block.ops[:-1]:

@@ -8,6 +8,7 @@ ops, broadcasts, reshapes, transposes and slices fuse into the consumer's kernel
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -192,24 +193,43 @@ def _compute_together(lw: FuncLowering, group: list[Value]) -> None:
 
 
 _SPLAT_KEEPING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape"})
+
+
 _LIGHT = frozenset(f"stablehlo.{name}" for name in (
     "abs add and compare convert divide maximum minimum multiply negate not or remainder "
     "select shift_left shift_right_arithmetic shift_right_logical sign subtract xor").split())
 """Element-wise ops costing a few instructions per element."""
+_RETURNS = frozenset({"func.return", "stablehlo.return"})
+_USERS: weakref.WeakKeyDictionary[FuncLowering, dict[Value, list[Op]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def recompute_instead(lw: FuncLowering, v: Value) -> bool:
     """True when a lazy value used several times is better recomputed by each consumer
     than written to a buffer: a splat constant (:func:`splat_constant`), or one light op
-    (:data:`_LIGHT`) whose operands are buffers or splat constants (one op per use,
-    never a chain: ``x // 7`` read by the floor and the remainder fixes of
-    ``jnp.floor_divide``)."""
+    (:data:`_LIGHT`) over buffers and splat constants whose users are all element-wise
+    ops or returns (one op per use, never a chain: ``x // 7`` read by both fixes of
+    ``jnp.floor_divide``).  A kernel op as a user would need a buffer anyway (a dot
+    makes its own layout copy of a shared ReLU: one kernel more, not less)."""
     op = v.owner
     if splat_constant(lw, v):
         return True
     if not isinstance(op, Op) or op.name not in _LIGHT or lw.buffer_of(v) is not None:
         return False
-    return all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands)
+    if not all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands):
+        return False
+    return all(u.name in ELEMENTWISE or u.name in _RETURNS for u in _users(lw).get(v, []))
+
+
+def _users(lw: FuncLowering) -> dict[Value, list[Op]]:
+    users = _USERS.get(lw)
+    if users is None:
+        users = {}
+        for user in lw.ops():
+            for o in user.operands:
+                users.setdefault(o, []).append(user)
+        _USERS[lw] = users
+    return users
 
 
 def splat_constant(lw: FuncLowering, v: Value) -> bool:

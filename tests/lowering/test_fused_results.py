@@ -91,3 +91,23 @@ def test_light_shared_ops_over_buffers_are_recomputed() -> None:
     arg = (e + b).astype(np.float64)  # sin/cos of large arguments: from tlc's own exp
     np.testing.assert_allclose(s, np.sin(arg), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(c, np.cos(arg), rtol=1e-6, atol=1e-7)
+
+
+RELU_DOT = module("(%a: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, "
+                  "tensor<8x16xf32>)", """
+  %z = stablehlo.constant dense<0.0> : tensor<8x16xf32>
+  %r = stablehlo.maximum %a, %z : tensor<8x16xf32>
+  %d = stablehlo.dot_general %r, %w, contracting_dims = [1] x [0]
+    : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %s = stablehlo.multiply %r, %a : tensor<8x16xf32>
+  return %d, %s : tensor<8x4xf32>, tensor<8x16xf32>""")
+
+
+def test_light_op_shared_with_a_kernel_op_gets_a_buffer() -> None:
+    kernels = lower_function(frontend.parse(RELU_DOT)).kernels
+    assert "func @k0_maximum" in kernels  # the dot would copy it anyway
+    a, w = rand((8, 16)), rand((16, 4))
+    d, s = run(RELU_DOT, a, w)
+    r = np.maximum(a, 0)
+    np.testing.assert_allclose(d, r @ w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(s, r * a)
