@@ -46,6 +46,9 @@ RADICES = (2, 3, 5, 7)
 """Prime factors of the lengths the Stockham FFT takes (radix 4 for pairs of 2s)."""
 DFT_MAX = 64
 """Lengths that are not powers of two up to this take the direct DFT."""
+GROUP_POINTS = 2048
+"""Points (lines times their transform length) a work-group takes at most when lines
+are short."""
 LOCAL_BYTES = 32768
 """Scratch of a line in local memory up to this size (four arrays of ``n`` reals)."""
 
@@ -131,46 +134,98 @@ def line_kernel(lw: FuncLowering, p: LinePass, source: Source, out: int) -> None
         return
     table = _table(lw, p)
     m = p.m
-    width = m // 2 if p.fft else m
+    count = _lines_per_group(p)
+    width = (m // 2 if p.fft else m) * count
     wg = min(WG, 1 << max(width - 1, 0).bit_length())
-    local = 4 * m * np.dtype(_NP[p.ctype]).itemsize <= LOCAL_BYTES
+    local = 4 * m * count * np.dtype(_NP[p.ctype]).itemsize <= LOCAL_BYTES
     globals_ = None if local else [lw.new_buffer(p.ctype, (lines * m,)) for _ in range(4)]
+    groups = lines // count
     with lw.kernel("fft") as (k, f):
         k.attributes = f"work_group_size({wg},1)"
-        g = k.irem(k.emit("group_id", "g"), lines)
-        first = k.delinearize(g, [1 if d == p.dim else s for d, s in enumerate(p.shape)])
+        grp = Group(k, p, count, k.irem(k.emit("group_id", "g"), groups))
         if globals_ is None:
-            arrays = [Scratch.local(k, p.ctype, m) for _ in range(4)]
+            arrays = [Scratch.local(grp, p.ctype, m * count) for _ in range(4)]
         else:
-            arrays = [Scratch(k, p.ctype, b, lines * m, k.imul(g, m)) for b in globals_]
+            arrays = [Scratch(grp, p.ctype, b, lines * m, k.imul(grp.g, m * count))
+                      for b in globals_]
         src, dst = (arrays[0], arrays[1]), (arrays[2], arrays[3])
         if p.halved and p.kind == "c2r":
-            _load_hermitian(f, p, (source, table), first, src)
+            _load_hermitian(f, p, (source, table), grp, src)
         elif p.bluestein:
-            _load_chirped(f, p, (source, table), first, src)
+            _load_chirped(f, p, (source, table), grp, src)
         else:
-            _load_line(f, p, source, first, src)
+            _load_line(f, p, source, grp, src)
         if p.bluestein:
-            src, dst = _stages(k, p, (src, dst), table, "fwd")
-            _multiply(k, p, src, table)
-            src, dst = _stages(k, p, (src, dst), table, "inv")
+            src, dst = _stages(grp, (src, dst), table, "fwd")
+            _multiply(grp, src, table)
+            src, dst = _stages(grp, (src, dst), table, "inv")
         elif p.smooth:
-            src, dst = _stages(k, p, (src, dst), table, "fwd")
+            src, dst = _stages(grp, (src, dst), table, "fwd")
         else:
-            _dft(k, p, (src, dst), table)
+            _dft(grp, (src, dst), table)
             src = dst
         if p.halved and p.kind == "r2c":
-            _store_spectrum(k, p, (src, table), first, out)
+            _store_spectrum(grp, (src, table), out)
         else:
-            _store_line(k, p, src, first, out, table)
-    lw.launch_last(lines)
+            _store_line(grp, src, out, table)
+    lw.launch_last(groups)
+
+
+def _lines_per_group(p: LinePass) -> int:
+    """Lines per work-group: short ones share one (a power of two dividing the number of
+    lines, at most :data:`GROUP_POINTS` points in all, their scratch in local memory), so
+    PoCL's per-group and per-barrier costs spread over several."""
+    size = np.dtype(_NP[p.ctype]).itemsize
+    count = 1
+    while (count * 2 * p.m <= GROUP_POINTS and p.lines % (count * 2) == 0 and count < 64
+           and 4 * count * 2 * p.m * size <= LOCAL_BYTES):
+        count *= 2
+    return count
+
+
+class Group:
+    """The ``count`` lines of one work-group (from line ``g count``) and, inside
+    :meth:`each`, the line ``l`` being worked on."""
+
+    def __init__(self, k: KernelBuilder, p: LinePass, count: int, g: IndexExpr) -> None:
+        self.k, self.p, self.count, self.g = k, p, count, g
+        self.l: IndexExpr = 0
+
+    @contextmanager
+    def each(self, hi: int) -> Iterator[str]:
+        """A ``foreach`` over [0, hi) of every line of the group (the fastest mode);
+        yields the index, sets :attr:`l`."""
+        k = self.k
+        j = k.fresh("l")
+        if self.count == 1:
+            with k.block(f"foreach {j} = {k.idx(0)}, {k.idx(hi)} : index {{"):
+                yield j
+            return
+        line = k.fresh("l")
+        with k.block(f"foreach ({j}, {line}) = ({k.idx(0)}, {k.idx(0)}), "
+                     f"({k.idx(hi)}, {k.idx(self.count)}) : index {{"):
+            self.l = line
+            try:
+                yield j
+            finally:
+                self.l = 0
+
+    def first(self) -> list[IndexExpr]:
+        """The multi-index of the current line's first element."""
+        p = self.p
+        line = self.k.iadd(self.k.imul(self.g, self.count), self.l)
+        return self.k.delinearize(line, [1 if d == p.dim else s for d, s in enumerate(p.shape)])
+
+    def offset(self) -> IndexExpr:
+        """The current line's first position in local scratch."""
+        return self.k.imul(self.l, self.p.m)
 
 
 @dataclass(frozen=True)
 class Scratch:
     """One real array of a line: a local array or a line's part of a global buffer."""
 
-    k: KernelBuilder
+    grp: Group
     t: str
     ref: int | str
     """A global buffer id, or the local array's SSA name."""
@@ -178,24 +233,28 @@ class Scratch:
     base: IndexExpr = 0
 
     @staticmethod
-    def local(k: KernelBuilder, t: str, n: int) -> Scratch:
-        """A new local array of ``n`` elements of ``t``."""
-        return Scratch(k, t, k.emit(f"alloca -> memref<{t}x{n},local>", "a"), n)
+    def local(grp: Group, t: str, n: int) -> Scratch:
+        """A new local array of ``n`` elements of ``t`` (the group's lines one after the
+        other)."""
+        return Scratch(grp, t, grp.k.emit(f"alloca -> memref<{t}x{n},local>", "a"), n)
 
     def load(self, i: IndexExpr) -> str:
-        """Element ``i``."""
+        """Element ``i`` of the current line."""
+        k = self.grp.k
+        at = k.iadd(self.grp.offset(), i)
         if isinstance(self.ref, int):
-            return self.k.load(self.ref, self.t, self.size, self.k.iadd(self.base, i))
-        return self.k.emit(f"load {self.ref}[{self.k.idx(i)}] : "
-                           f"memref<{self.t}x{self.size},local>", "x")
+            return k.load(self.ref, self.t, self.size, k.iadd(self.base, at))
+        return k.emit(f"load {self.ref}[{k.idx(at)}] : memref<{self.t}x{self.size},local>",
+                      "x")
 
     def store(self, v: str, i: IndexExpr) -> None:
-        """Store ``v`` at element ``i``."""
+        """Store ``v`` at element ``i`` of the current line."""
+        k = self.grp.k
+        at = k.iadd(self.grp.offset(), i)
         if isinstance(self.ref, int):
-            self.k.store(v, self.ref, self.t, self.size, self.k.iadd(self.base, i))
+            k.store(v, self.ref, self.t, self.size, k.iadd(self.base, at))
         else:
-            self.k.line(f"store {v}, {self.ref}[{self.k.idx(i)}] : "
-                        f"memref<{self.t}x{self.size},local>")
+            k.line(f"store {v}, {self.ref}[{k.idx(at)}] : memref<{self.t}x{self.size},local>")
 
 
 Pair = tuple[Scratch, Scratch]
@@ -284,14 +343,6 @@ def stages(m: int) -> list[tuple[int, int, int]]:
     return out
 
 
-@contextmanager
-def _each(k: KernelBuilder, hi: int) -> Iterator[str]:
-    """A ``foreach`` over [0, hi) shared by the work-group's work-items."""
-    i = k.fresh("l")
-    with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(hi)} : index {{"):
-        yield i
-
-
 def _at(first: list[IndexExpr], dim: int, j: IndexExpr) -> list[IndexExpr]:
     idx = list(first)
     idx[dim] = j
@@ -306,12 +357,12 @@ def _split(k: KernelBuilder, x: str, t: str, ct: str) -> Complex:
     return k.cast(x, t, ct), k.const(0.0, ct)
 
 
-def _load_line(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
-               dst: Pair) -> None:
+def _load_line(f: Fused, p: LinePass, source: Source, grp: Group, dst: Pair) -> None:
     """Read the line's ``n`` (extended, for ``c2r``) input elements into ``dst``; a halved
     ``r2c`` line reads its ``n / 2`` pairs (even, odd) as complex numbers."""
     k, ct = f.k, p.ctype
-    with _each(k, p.m) as j:
+    with grp.each(p.m) as j:
+        first = grp.first()
         if p.halved:
             at = k.imul(j, 2)
             re = k.cast(source(f, _at(first, p.dim, at)), p.in_type, ct)
@@ -334,13 +385,14 @@ def _input(f: Fused, p: LinePass, source: Source, first: list[IndexExpr],
     return re, k.select(direct, im, k.arith("neg", im, None, ct), ct)
 
 
-def _load_chirped(f: Fused, p: LinePass, src: tuple[Source, int], first: list[IndexExpr],
+def _load_chirped(f: Fused, p: LinePass, src: tuple[Source, int], grp: Group,
                   dst: Pair) -> None:
     """Bluestein's first factor: ``x[j] c[j]`` for ``j < n``, zeros up to ``m``."""
     source, table = src
     k, ct = f.k, p.ctype
     zero = k.const(0.0, ct)
-    with _each(k, p.m) as j:
+    with grp.each(p.m) as j:
+        first = grp.first()
         inside = k.cmp("lt", j, k.idx(p.n), "index")
         q = k.select(inside, j, k.idx(p.n - 1), "index")
         x = _cmul(k, _input(f, p, source, first, q),
@@ -349,24 +401,26 @@ def _load_chirped(f: Fused, p: LinePass, src: tuple[Source, int], first: list[In
         dst[1].store(k.select(inside, x[1], zero, ct), j)
 
 
-def _multiply(k: KernelBuilder, p: LinePass, line: Pair, table: int) -> None:
+def _multiply(grp: Group, line: Pair, table: int) -> None:
     """Multiply the line by Bluestein's transformed kernel, in place."""
-    with _each(k, p.m) as j:
+    k, p = grp.k, grp.p
+    with grp.each(p.m) as j:
         x = _cmul(k, (line[0].load(j), line[1].load(j)),
                   _twiddle(k, p, table, k.iadd(j, _offset(p, "b"))), p.ctype)
         line[0].store(x[0], j)
         line[1].store(x[1], j)
 
 
-def _stages(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
+def _stages(grp: Group, bufs: tuple[Pair, Pair], table: int,
             section: str) -> tuple[Pair, Pair]:
     """The Stockham stages of length ``m`` with the twiddles of ``section`` (``inv``:
     sign +1); returns (result, spare)."""
+    p = grp.p
     src, dst = bufs
     sign = 1.0 if section == "inv" else -1.0 if p.bluestein else p.sign
     base = _offset(p, section)
     for radix, ns, at in stages(p.m):
-        _stage(k, p, (src, dst), table, (radix, ns, base + at), sign)
+        _stage(grp, (src, dst), table, (radix, ns, base + at), sign)
         src, dst = dst, src
     return src, dst
 
@@ -387,14 +441,15 @@ def _half(k: KernelBuilder, a: Complex, b: Complex, t: str) -> tuple[Complex, Co
              k.arith("mul", k.arith("sub", a[1], b[1], t), h, t)))
 
 
-def _store_spectrum(k: KernelBuilder, p: LinePass, src: tuple[Pair, int],
-                    first: list[IndexExpr], out: int) -> None:
+def _store_spectrum(grp: Group, src: tuple[Pair, int], out: int) -> None:
     """A halved ``r2c`` line: ``Z`` (the FFT of ``x[2j] + i x[2j+1]``) holds the even
     elements' spectrum ``E = (Z[k] + conj Z[m-k]) / 2`` and the odd ones' ``O = -i (Z[k]
     - conj Z[m-k]) / 2``; ``X[k] = E + W^k O`` for ``k <= m``."""
     (zr, zi), table = src
+    k, p = grp.k, grp.p
     ct, m = p.ctype, p.m
-    with _each(k, m + 1) as j:
+    with grp.each(m + 1) as j:
+        first = grp.first()
         a_at = k.select(k.cmp("eq", j, k.idx(m), "index"), k.idx(0), j, "index")
         b_at = k.select(k.cmp("eq", j, k.idx(0), "index"), k.idx(0),
                         k.idx(k.isub(m, j)), "index")
@@ -407,7 +462,7 @@ def _store_spectrum(k: KernelBuilder, p: LinePass, src: tuple[Pair, int],
         _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
 
 
-def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], first: list[IndexExpr],
+def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], grp: Group,
                     dst: Pair) -> None:
     """A halved ``c2r`` line: from ``X[0..m]`` (imaginary parts of ``X[0]`` and ``X[m]``
     dropped, as for a real signal), ``E = (X[k] + conj X[m-k]) / 2`` and ``O = (X[k] -
@@ -417,7 +472,8 @@ def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], first: list[
     source, table = src
     k, ct, m = f.k, p.ctype, p.m
     zero = k.const(0.0, ct)
-    with _each(k, m) as j:
+    with grp.each(m) as j:
+        first = grp.first()
         edge = k.cmp("eq", j, k.idx(0), "index")
         a = _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
         b = _split(k, source(f, _at(first, p.dim, k.isub(m, j))), p.in_type, ct)
@@ -435,22 +491,26 @@ def _cmul(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
     return re, im
 
 
-def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
-           stage: tuple[int, int, int], sign: float) -> None:
+def _stage(grp: Group, bufs: tuple[Pair, Pair], table: int, stage: tuple[int, int, int],
+           sign: float) -> None:
     """One Stockham stage of ``radix`` with sub-transforms of length ``ns``: butterfly
     ``(kk, b)`` reads ``x[j + t m / radix]`` (``j = b ns + kk``), multiplies them by
     ``w(t kk / (radix ns))`` and writes their ``radix``-point DFT to ``y[b radix ns + kk +
     r ns]``.  A ``foreach_nd`` whose fastest mode is ``kk`` once ``ns >=`` :data:`INNER`
     (contiguous runs the compiler vectorises), else ``b``."""
+    k, p = grp.k, grp.p
     (sr, si), (dr, di) = bufs
     radix, ns, at = stage
     ct, step = p.ctype, p.m // radix
     kk, b = k.fresh("l"), k.fresh("l")
     order = [(kk, ns), (b, step // ns)] if ns >= INNER else [(b, step // ns), (kk, ns)]
+    if grp.count > 1:
+        grp.l = k.fresh("l")
+        order.append((grp.l, grp.count))
     names = ", ".join(v for v, _ in order)
-    zero = k.idx(0)
-    head = f"foreach ({names}) = ({zero}, {zero}), ({k.idx(order[0][1])}, {k.idx(order[1][1])})"
-    with k.block(f"{head} : index {{"):
+    los = ", ".join(k.idx(0) for _ in order)
+    his = ", ".join(k.idx(n) for _, n in order)
+    with k.block(f"foreach ({names}) = ({los}), ({his}) : index {{"):
         j = k.iadd(k.imul(b, ns), kk)
         xs = [(sr.load(k.iadd(j, t * step)), si.load(k.iadd(j, t * step)))
               for t in range(radix)]
@@ -464,6 +524,7 @@ def _stage(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int,
         for r, y in enumerate(ys):
             dr.store(y[0], k.iadd(out, r * ns))
             di.store(y[1], k.iadd(out, r * ns))
+    grp.l = 0
 
 
 def _add(k: KernelBuilder, a: Complex, b: Complex, t: str) -> Complex:
@@ -515,12 +576,13 @@ def _dft4(k: KernelBuilder, xs: list[Complex], sign: float, t: str) -> list[Comp
     return [_add(k, a0, a2, t), _add(k, a1, a3, t), _sub(k, a0, a2, t), _sub(k, a1, a3, t)]
 
 
-def _dft(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int) -> None:
+def _dft(grp: Group, bufs: tuple[Pair, Pair], table: int) -> None:
     """``y[r] = sum_q x[q] w[r q mod n]`` for every output ``r``."""
+    k, p = grp.k, grp.p
     (sr, si), (dr, di) = bufs
     ct, n = p.ctype, p.n
     zero = k.const(0.0, ct)
-    with _each(k, n) as r:
+    with grp.each(n) as r:
         with k.loop(0, n, [zero, zero, k.idx(0)], [ct, ct, "index"]) as loop:
             acc_r, acc_i, m = loop.carried
             x = sr.load(loop.var), si.load(loop.var)
@@ -533,14 +595,15 @@ def _dft(k: KernelBuilder, p: LinePass, bufs: tuple[Pair, Pair], table: int) -> 
         di.store(loop.results[1], r)
 
 
-def _store_line(k: KernelBuilder, p: LinePass, src: Pair, first: list[IndexExpr],
-                out: int, table: int) -> None:
+def _store_line(grp: Group, src: Pair, out: int, table: int) -> None:
     """Store the line's outputs (scaled by ``1 / n`` when inverse; a halved ``c2r`` line
     holds ``m x[2j] + i m x[2j+1]``, Bluestein's convolution is multiplied by the chirp
     first)."""
+    k, p = grp.k, grp.p
     ct, t = p.ctype, p.out_type
     total = prod(p.shape)
-    with _each(k, p.m if p.halved else p.out_len) as j:
+    with grp.each(p.m if p.halved else p.out_len) as j:
+        first = grp.first()
         re, im = src[0].load(j), src[1].load(j)
         if p.bluestein:
             re, im = _cmul(k, (re, im), _twiddle(k, p, table, k.iadd(j, _offset(p, "chirp"))),
