@@ -192,9 +192,10 @@ class Group:
         self.l: IndexExpr = 0
 
     @contextmanager
-    def each(self, hi: int) -> Iterator[str]:
-        """A ``foreach`` over [0, hi) of every line of the group (the fastest mode);
-        yields the index, sets :attr:`l`."""
+    def each(self, hi: int, io: bool = False) -> Iterator[str]:
+        """A ``foreach`` over [0, hi) of every line of the group; yields the index, sets
+        :attr:`l`.  The index is the fastest mode, but the line when ``io`` (the loop reads
+        or writes global memory) and lines along an earlier dimension lie side by side."""
         k = self.k
         j = k.fresh("l")
         if self.count == 1:
@@ -202,8 +203,12 @@ class Group:
                 yield j
             return
         line = k.fresh("l")
-        with k.block(f"foreach ({j}, {line}) = ({k.idx(0)}, {k.idx(0)}), "
-                     f"({k.idx(hi)}, {k.idx(self.count)}) : index {{"):
+        modes = [(j, hi), (line, self.count)]
+        if io and self.p.dim != len(self.p.shape) - 1:
+            modes.reverse()
+        names = ", ".join(v for v, _ in modes)
+        his = ", ".join(k.idx(n) for _, n in modes)
+        with k.block(f"foreach ({names}) = ({k.idx(0)}, {k.idx(0)}), ({his}) : index {{"):
             self.l = line
             try:
                 yield j
@@ -361,7 +366,7 @@ def _load_line(f: Fused, p: LinePass, source: Source, grp: Group, dst: Pair) -> 
     """Read the line's ``n`` (extended, for ``c2r``) input elements into ``dst``; a halved
     ``r2c`` line reads its ``n / 2`` pairs (even, odd) as complex numbers."""
     k, ct = f.k, p.ctype
-    with grp.each(p.m) as j:
+    with grp.each(p.m, io=True) as j:
         first = grp.first()
         if p.halved:
             at = k.imul(j, 2)
@@ -391,7 +396,7 @@ def _load_chirped(f: Fused, p: LinePass, src: tuple[Source, int], grp: Group,
     source, table = src
     k, ct = f.k, p.ctype
     zero = k.const(0.0, ct)
-    with grp.each(p.m) as j:
+    with grp.each(p.m, io=True) as j:
         first = grp.first()
         inside = k.cmp("lt", j, k.idx(p.n), "index")
         q = k.select(inside, j, k.idx(p.n - 1), "index")
@@ -448,7 +453,7 @@ def _store_spectrum(grp: Group, src: tuple[Pair, int], out: int) -> None:
     (zr, zi), table = src
     k, p = grp.k, grp.p
     ct, m = p.ctype, p.m
-    with grp.each(m + 1) as j:
+    with grp.each(m + 1, io=True) as j:
         first = grp.first()
         a_at = k.select(k.cmp("eq", j, k.idx(m), "index"), k.idx(0), j, "index")
         b_at = k.select(k.cmp("eq", j, k.idx(0), "index"), k.idx(0),
@@ -472,7 +477,7 @@ def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], grp: Group,
     source, table = src
     k, ct, m = f.k, p.ctype, p.m
     zero = k.const(0.0, ct)
-    with grp.each(m) as j:
+    with grp.each(m, io=True) as j:
         first = grp.first()
         edge = k.cmp("eq", j, k.idx(0), "index")
         a = _split(k, source(f, _at(first, p.dim, j)), p.in_type, ct)
@@ -602,7 +607,7 @@ def _store_line(grp: Group, src: Pair, out: int, table: int) -> None:
     k, p = grp.k, grp.p
     ct, t = p.ctype, p.out_type
     total = prod(p.shape)
-    with grp.each(p.m if p.halved else p.out_len) as j:
+    with grp.each(p.m if p.halved else p.out_len, io=True) as j:
         first = grp.first()
         re, im = src[0].load(j), src[1].load(j)
         if p.bluestein:
