@@ -1,7 +1,8 @@
 """The ``tlc`` command line: check, compile, run, opt, tune and devices.
 
-Every user mistake is reported as a diagnostic on stderr with exit status 1, never a
-traceback.  Files ending in ``.mlir`` are StableHLO, everything else is tensor language.
+Every user mistake is reported as a diagnostic on stderr with exit status 1 (2 for an
+incomplete command line, as argparse does), never a traceback.  Files ending in
+``.mlir`` are StableHLO, everything else is tensor language.
 """
 
 from __future__ import annotations
@@ -10,8 +11,19 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tensorlang.diagnostics import TlcError
+
+
+def version() -> str:
+    """The installed distribution's version (``tlc --version``), from its metadata."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("tlc")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _read(path: str) -> str:
@@ -105,7 +117,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME] [--profile]``."""
+    """``tlc run FILE.mlir --inputs IN.npz|A.npy,B.npy [-o OUT] [--output-format F]``
+    (through ``driver.run_cli``, the composition root, which calls :func:`run_program`)."""
     import os
 
     from backend_opencl import driver
@@ -116,6 +129,99 @@ def cmd_run(args: argparse.Namespace) -> int:
     return driver.run_cli(args)
 
 
+def run_program(args: argparse.Namespace) -> int:
+    """Compile ``args.file``, bind ``--inputs``, run, and write or print the results."""
+    from backend_opencl.run_phases import Phases, parameters_usage
+
+    phases = Phases(enabled=args.verbose)
+    with phases("read", args.file):
+        text = _read(args.file)
+    if args.inputs is None:  # listed from a parse alone: nothing is compiled
+        usage = parameters_usage(text, args.file, args.entry, "no --inputs given")
+        if usage:
+            raise UsageError(usage)
+    inputs = _load_inputs(args.inputs, phases) if args.inputs else []
+    exe = phases.compile(text, args)
+    if len(inputs) != len(exe.plan.params):
+        raise UsageError(parameters_usage(text, args.file, args.entry,
+                                          f"--inputs gave {len(inputs)} arrays"))
+    for i in range(max(args.repeat, 1)):
+        with phases("run" if i == 0 else f"run {i + 1}"):
+            results = exe(*inputs)
+    _print_profile()
+    with phases("write", args.output or "stdout"):
+        _write_results(results, args)
+    phases.report()
+    return 0
+
+
+class UsageError(TlcError):
+    """The command line is incomplete (exit status 2, as argparse's own errors)."""
+
+
+def _load_inputs(spec: str, phases: Any) -> list[Any]:
+    """The arrays of ``--inputs``: comma-separated ``.npy`` files (one array each) and
+    ``.npz`` files (their arrays in stored order), in order."""
+    arrays: list[Any] = []
+    paths = [p.strip() for p in spec.split(",")]
+    with phases("load", ", ".join(paths)):
+        for path in paths:
+            try:
+                arrays += _arrays_in(path)
+            except (OSError, ValueError, EOFError) as err:
+                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+                raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
+    return arrays
+
+
+def _arrays_in(path: str) -> list[Any]:
+    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order."""
+    import numpy as np
+
+    if path.endswith(".npy"):
+        return [np.load(path, allow_pickle=False)]
+    with np.load(path, allow_pickle=False) as data:
+        if not hasattr(data, "files"):
+            raise ValueError("not an .npz archive (name .npy files .npy)")
+        return [data[k] for k in data.files]
+
+
+def _write_results(results: Sequence[Any], args: argparse.Namespace) -> None:
+    """``result0..`` as an .npz (``-o``'s default), every value as text, or a summary
+    (stdout's default)."""
+    import numpy as np
+
+    out = {f"result{i}": r for i, r in enumerate(results)}
+    fmt = args.output_format or ("npz" if args.output and args.output != "-" else "summary")
+    if fmt == "npz":
+        if not args.output or args.output == "-":
+            raise UsageError("error: --output-format npz needs -o FILE.npz")
+        np.savez(args.output, **out)
+        return
+    if fmt == "text":
+        text = "\n".join(f"{name}: {_type_text(r)}\n"
+                         f"{np.array2string(r, threshold=sys.maxsize, floatmode='unique')}"
+                         for name, r in out.items())
+    else:
+        text = "\n".join(f"{name} = {np.array2string(r, threshold=64)}"
+                         for name, r in out.items())
+    _write(text, args.output)
+
+
+def _type_text(r: Any) -> str:
+    """``shape dtype`` of a result, as the argument listing spells it."""
+    return f"{'x'.join(map(str, r.shape)) or 'scalar'} {r.dtype}"
+
+
+def _print_profile() -> None:
+    """Print (to stderr) and reset the profile when this process profiles."""
+    from backend_opencl.runtime import profile
+
+    if profile.enabled():
+        print(profile.report(), file=sys.stderr)
+        profile.PROFILE.reset()
+
+
 def _check_bounds_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-bounds", action="store_true",
                    help="guard every access isl cannot prove in bounds; a violation at run "
@@ -124,6 +230,7 @@ def _check_bounds_option(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tlc", description="Tensor programs to OpenCL C.")
+    ap.add_argument("--version", action="version", version=f"tlc {version()}")
     ap.add_argument("--device", default=None,
                     help="OpenCL device: index, or text matched against platform/device names "
                          "(default: $TLC_DEVICE, then GPUs, system CPU drivers, PyPI's PoCL)")
@@ -148,8 +255,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output")
     p = add("run", cmd_run, "run a StableHLO program")
     p.add_argument("file")
-    p.add_argument("--inputs", help=".npz whose arrays bind to the parameters in order")
-    p.add_argument("-o", "--output")
+    p.add_argument("--inputs", metavar="FILES",
+                   help="comma-separated .npy files (one array each) and .npz files (their "
+                        "arrays in stored order), bound to the parameters in order; without "
+                        "it, tlc lists the parameters")
+    p.add_argument("-o", "--output", help="where results go (default: stdout)")
+    p.add_argument("--output-format", choices=["npz", "text", "summary"],
+                   help="npz (result0.. arrays; the default with -o), text (every value, "
+                        "shortest exact digits) or summary (abbreviated; stdout's default)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the pipeline's phases and their times to stderr")
     p.add_argument("--entry", default="main")
     p.add_argument("--profile", action="store_true",
                    help="print per-kernel device time, launch counts, bytes moved between "
@@ -170,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
+    except UsageError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
     except TlcError as err:
         sys.stderr.write(f"{err}\n")
         return 1

@@ -319,47 +319,9 @@ def _check_dtype(lowered: Any, i: int) -> Any:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """``tlc run FILE.mlir --inputs IN.npz [-o OUT.npz] [--entry NAME]``."""
-    from pathlib import Path
+    """``tlc run``: :func:`backend_opencl.cli.run_program` (inputs, listing, output formats,
+    ``-v`` phases)."""
+    from backend_opencl.cli import run_program
 
-    import numpy as np
+    return run_program(args)
 
-    try:
-        text = Path(args.file).read_text()
-    except OSError as err:
-        raise TlcError(f"{args.file}: error: cannot read file: {err.strerror}") from None
-    exe = compile_stablehlo_program(text, device=args.device, filename=args.file,
-                                    entry=args.entry,
-                                    check_bounds=getattr(args, "check_bounds", False))
-    inputs = _load_inputs(args.inputs) if args.inputs else []
-    for _ in range(max(getattr(args, "repeat", 1), 1)):
-        results = exe(*inputs)
-    _print_profile()
-    out = {f"result{i}": r for i, r in enumerate(results)}
-    if args.output:
-        np.savez(args.output, **out)
-    else:
-        for name, r in out.items():
-            print(f"{name} = {np.array2string(r, threshold=64)}")
-    return 0
-
-
-def _print_profile() -> None:
-    """Print (to stderr) and reset the profile when this process profiles."""
-    import sys
-
-    from backend_opencl.runtime import profile
-
-    if profile.enabled():
-        print(profile.report(), file=sys.stderr)
-        profile.PROFILE.reset()
-
-
-def _load_inputs(path: str) -> list[Any]:
-    import numpy as np
-
-    try:
-        with np.load(path) as data:
-            return [data[k] for k in data.files]
-    except (OSError, ValueError) as err:
-        raise TlcError(f"{path}: error: cannot read inputs: {err}") from None

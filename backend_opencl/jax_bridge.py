@@ -1,0 +1,271 @@
+"""Run JAX functions with tlc: ``tlc.jax.jit(f)`` (also ``backend_opencl.jax_bridge.jit``).
+
+``jit(f, static_argnums=..., static_argnames=..., device=...)`` returns a callable that,
+like ``jax.jit``, specialises ``f`` per signature: the pytree structure of the dynamic
+arguments, each leaf's shape, dtype and weak type, and the static arguments' values.
+For a new signature it lowers ``f`` with jax to StableHLO and compiles that with
+:func:`backend_opencl.compile_stablehlo` (kept in memory per signature, and on disk by
+the compile cache, so a second process skips tlc's lowering and code generation; jax
+still traces ``f`` once per process and signature).
+
+Arguments may be jax arrays, numpy arrays or Python scalars; results are **numpy
+arrays** in the pytree structure ``f`` returns.  Numpy, not jax arrays: tlc's results are
+host arrays already, and ``jnp.asarray`` turns them into jax arrays when needed (a
+round trip through DLPack would copy to jax's device as well).
+
+A program tlc cannot compile raises :class:`JaxCompileError` (a ``CompileError``) at the
+line of ``f`` that produced the unsupported op, naming the op, with a note at the
+StableHLO line.  jax is imported only when a function is wrapped: ``pip install
+'tlc[jax]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+import re
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, TlcError, note
+
+
+class JaxCompileError(CompileError):
+    """tlc cannot compile the StableHLO of a JAX function: the first diagnostic is at the
+    Python line that produced the op (when jax recorded it), the op named in the message."""
+
+
+def _jax() -> Any:
+    try:
+        import jax
+    except ImportError:
+        raise TlcError("error: tlc.jax needs jax; install it with: pip install 'tlc[jax]'") \
+            from None
+    return jax
+
+
+def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), device: Any = None,
+        check_bounds: bool = False) -> Any:
+    """``jax.jit``'s spelling for tlc: ``f`` compiled by tlc for ``device`` (an OpenCL
+    device: index or name part, as ``tlc devices`` shows; default as ``tlc`` chooses).
+
+    Usable as ``jit(f, ...)``, ``@jit`` or ``@functools.partial(jit, static_argnums=1)``.
+    ``check_bounds`` compiles run-time bounds guards into the kernels.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, device=device,
+                                 check_bounds=check_bounds)
+    return Jitted(fun, static_argnums, static_argnames, device, check_bounds)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One compiled signature: the executable and how its results nest."""
+
+    exe: Any
+    out_tree: Any
+    results: int
+
+
+class Jitted:
+    """A JAX function compiled by tlc per signature; call it like the function."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int],
+                 static_argnames: str | Sequence[str], device: Any,
+                 check_bounds: bool) -> None:
+        jax = _jax()
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.device = device
+        self.check_bounds = check_bounds
+        self._nums, self._names = _static_args(fun, static_argnums, static_argnames)
+        self._jitted = jax.jit(fun, static_argnums=self._nums, static_argnames=self._names,
+                               keep_unused=True)  # every leaf stays a parameter
+        self._cache: dict[Hashable, _Entry] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, key = self._signature(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key) or self._compile(args, kwargs, key[0], len(leaves))
+                self._cache[key] = entry
+        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes,
+                                                          strict=True)]
+        outs = entry.exe(*arrays)[:entry.results]
+        return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """jax's ``Lowered`` for these arguments (``.as_text()`` is what tlc compiles)."""
+        return self._jitted.lower(*args, **kwargs)
+
+    @property
+    def signatures(self) -> int:
+        """How many signatures have been compiled (each new one traces ``f`` again)."""
+        return len(self._cache)
+
+    def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[list[Any], Hashable]:
+        """The dynamic leaves and the cache key of a call."""
+        nums = {i if i >= 0 else len(args) + i for i in self._nums}
+        dynamic = tuple(a for i, a in enumerate(args) if i not in nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._names}
+        static = tuple((i, a) for i, a in enumerate(args) if i in nums)
+        static += tuple(sorted((k, v) for k, v in kwargs.items() if k in self._names))
+        leaves, tree = _jax().tree_util.tree_flatten((dynamic, dyn_kwargs))
+        key = (tree, tuple(_leaf_key(x) for x in leaves), static)
+        try:
+            hash(key)
+        except TypeError:
+            raise TlcError(f"error: {self.__name__}: static arguments must be hashable, got "
+                           f"{', '.join(type(v).__name__ for _, v in static)}") from None
+        return leaves, key
+
+    def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any], tree: Any,
+                 count: int) -> _Entry:
+        """Lower with jax and compile with tlc (the disk cache may answer)."""
+        import backend_opencl
+
+        lowered = self._jitted.lower(*args, **kwargs)
+        name = f"<jax {getattr(self.fun, '__qualname__', 'function')}>"
+        try:
+            exe = backend_opencl.compile_stablehlo(lowered.as_text(), device=self.device,
+                                                   filename=name,
+                                                   check_bounds=self.check_bounds)
+        except CompileError as err:
+            raise _located(err, lowered, name, self.device) from None
+        if lowered.in_tree != tree or len(exe.arg_dtypes) != count:
+            raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters for "
+                           f"{count} argument leaves (effects and tokens are not supported)")
+        return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves)
+
+
+def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
+                 names: str | Sequence[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static positions and names, each completed from the other through ``fun``'s
+    signature (as ``jax.jit`` does)."""
+    nums = (nums,) if isinstance(nums, int) else tuple(nums)
+    names = (names,) if isinstance(names, str) else tuple(names)
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                        p.POSITIONAL_OR_KEYWORD)]
+    by_name = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+    names += tuple(positional[i] for i in nums
+                   if -len(positional) <= i < len(positional) and positional[i] in by_name
+                   and positional[i] not in names)
+    nums += tuple(positional.index(n) for n in names
+                  if n in positional and positional.index(n) not in nums)
+    return nums, names
+
+
+def _leaf_key(x: Any) -> Hashable:
+    """What of an argument leaf the compiled program depends on."""
+    if isinstance(x, bool | int | float | complex):
+        return type(x)
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is None or dtype is None:
+        arr = np.asarray(x)
+        shape, dtype = arr.shape, arr.dtype
+    return tuple(shape), str(dtype), bool(getattr(x, "weak_type", False))
+
+
+def _as_array(x: Any, dtype: np.dtype) -> np.ndarray:
+    """Leaf ``x`` as a numpy array of the parameter's dtype (jax's canonical dtype: float64
+    numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``)."""
+    arr = np.asarray(x)
+    return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
+# -- locating an unsupported op in the Python source -------------------------------------------
+
+_LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$", re.M)
+_FILE_LOC = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (?:\d+)?:(\d+))?')
+_NAMED = re.compile(r'^"((?:[^"\\]|\\.)*)"\((.*)\)$')
+_CALLSITE = re.compile(r"^callsite\((#loc\d*) at (#loc\d*)\)$")
+_OP_LOC = re.compile(r"loc\((#loc\d*)\)\s*$")
+
+
+def _located(err: CompileError, lowered: Any, name: str, device: Any) -> CompileError:
+    """``err`` again, at the Python line of the op it is about (compiling the lowering
+    with debug locations); ``err`` itself when jax recorded none."""
+    import backend_opencl
+
+    text = lowered.as_text(debug_info=True)
+    try:
+        backend_opencl.compile_stablehlo(text, device=device, filename=name)
+    except CompileError as again:
+        first = again.first
+        where = _python_loc(text, first.loc.line if first.loc else 0)
+        if where is None:
+            return err
+        op_name, loc = where
+        message = first.message + (f" (jax: {op_name})" if op_name else "")
+        where = note(first.loc, "the op in the StableHLO jax produced")
+        return JaxCompileError([Diagnostic(first.severity, loc, message, (where,)),
+                                *again.diagnostics[1:]])
+    return err
+
+
+def _python_loc(text: str, line: int) -> tuple[str, Loc] | None:
+    """The jax op name and the innermost Python location of the op on StableHLO ``line``;
+    an op of a private function (``jnp.linalg`` helpers, ``lax`` sub-jaxprs) is placed at
+    the call of that function."""
+    lines = text.split("\n")
+    table = dict(_LOC_DEF.findall(text))
+    for _ in range(16):  # nested calls are shallow; this bounds a malformed text
+        found = _OP_LOC.search(lines[line - 1]) if 1 <= line <= len(lines) else None
+        op_name, loc = _resolve(table, found.group(1)) if found else ("", None)
+        if loc is not None:
+            return op_name, loc
+        line = _call_site(lines, line)
+        if line == 0:
+            return None
+    return None
+
+
+def _resolve(table: dict[str, str], ref: str) -> tuple[str, Loc | None]:
+    """The jax op name (``jit(f)/add``) and Python location behind location ``ref``."""
+    op_name = ""
+    for _ in range(64):  # alias chains are short; this bounds a malformed one
+        body = table.get(ref, "")
+        if m := _CALLSITE.match(body):
+            ref = m.group(1)
+        elif m := _NAMED.match(body):
+            op_name = op_name or (m.group(1) if "/" in m.group(1) else "")
+            ref = m.group(2)
+        elif m := _FILE_LOC.match(body):
+            return op_name, _loc(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
+        else:
+            break
+    return op_name, None
+
+
+def _loc(file: str, row: int, col: int, end: str | None) -> Loc:
+    """A diagnostic location from jax's (0-based, end-exclusive) columns."""
+    end_col = int(end) + 1 if end else 0
+    return Loc(file, row, col + 1, row if end else 0, end_col,
+               source=Source(file, "".join(linecache.getlines(file))))
+
+
+def _call_site(lines: list[str], line: int) -> int:
+    """The 1-based line calling the function around ``line`` (0: none, or ``@main``)."""
+    for row in range(line - 1, -1, -1):
+        m = re.search(r"func\.func (?:\w+ )?@([\w.$-]+)\(", lines[row])
+        if m is None:
+            continue
+        if m.group(1) == "main":
+            return 0
+        call = re.compile(rf"call @{re.escape(m.group(1))}\(")
+        return next((i + 1 for i, text in enumerate(lines) if call.search(text)), 0)
+    return 0

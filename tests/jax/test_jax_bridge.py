@@ -1,0 +1,186 @@
+"""``tlc.jax.jit``: JAX functions compiled by tlc match jax's own results.
+
+Skipped when jax is not installed (``pip install 'tlc[jax]'``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+tlc_jax = pytest.importorskip("tlc.jax")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _random(*shape: int, seed: int = 0, dtype: Any = np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _same(got: Any, want: Any, rtol: float = 2e-5, atol: float = 2e-6) -> None:
+    """Same pytree structure, every leaf a numpy array close to jax's."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert isinstance(g, np.ndarray)
+        w = np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def _check(fun: Any, *args: Any, **kwargs: Any) -> None:
+    _same(tlc_jax.jit(fun)(*args, **kwargs), jax.jit(fun)(*args, **kwargs))
+
+
+def _export_jax() -> Any:
+    spec = importlib.util.spec_from_file_location("export_jax", EXAMPLES / "export_jax.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer_block", "cnn"])
+def test_examples_match_jax(name: str) -> None:
+    """The example models of examples/export_jax.py, called as JAX functions."""
+    export = _export_jax()
+    fun, shapes = export.MODELS[name]
+    args = export._inputs(np.random.default_rng(1), shapes)
+    _same(tlc_jax.jit(fun)(*args), jax.jit(fun)(*args), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax_along_an_axis(axis: int) -> None:
+    _check(functools.partial(jax.nn.softmax, axis=axis), _random(6, 10))
+
+
+def test_scan_carries_and_stacks() -> None:
+    """An RNN-like lax.scan: a carried state and per-step outputs."""
+
+    def rnn(w: Any, xs: Any) -> Any:
+        def step(h: Any, x: Any) -> Any:
+            h = jnp.tanh(h @ w + x)
+            return h, h.sum()
+
+        return jax.lax.scan(step, jnp.zeros(8, xs.dtype), xs)
+
+    _check(rnn, _random(8, 8, seed=1) / 3, _random(5, 8, seed=2))
+
+
+def test_fori_loop() -> None:
+    def power_iteration(a: Any, v: Any) -> Any:
+        def body(_: Any, v: Any) -> Any:
+            v = a @ v
+            return v / jnp.linalg.norm(v)
+
+        return jax.lax.fori_loop(0, 7, body, v)
+
+    _check(power_iteration, _random(6, 6, seed=3), _random(6, seed=4))
+
+
+def test_argsort_and_take() -> None:
+    def top_rows(x: Any, idx: Any) -> Any:
+        order = jnp.argsort(x[:, 0])
+        return order, jnp.take(x, order, axis=0), jnp.take(x, idx, axis=1)
+
+    _check(top_rows, _random(9, 4, seed=5), np.array([3, 0, 2], np.int32))
+
+
+def test_conv_1d() -> None:
+    def conv(x: Any, k: Any) -> Any:
+        return jax.lax.conv_general_dilated(x, k, (2,), [(1, 1)],
+                                            dimension_numbers=("NWC", "WIO", "NWC"))
+
+    _check(conv, _random(2, 17, 3, seed=6), _random(3, 3, 4, seed=7))
+
+
+def test_pytrees_in_and_out() -> None:
+    def layer(params: dict[str, Any], batch: tuple[Any, Any]) -> Any:
+        x, y = batch
+        pred = x @ params["w"] + params["b"]
+        return {"loss": jnp.mean((pred - y) ** 2), "pred": [pred, None]}
+
+    params = {"w": _random(5, 3, seed=8), "b": _random(3, seed=9)}
+    _check(layer, params, (_random(4, 5, seed=10), _random(4, 3, seed=11)))
+
+
+def test_static_argnums_and_argnames() -> None:
+    def f(x: Any, n: int, *, mode: str) -> Any:
+        y = x * n
+        return jnp.sin(y) if mode == "sin" else jnp.cos(y)
+
+    x = _random(3, 4, seed=12)
+    by_num = tlc_jax.jit(f, static_argnums=1, static_argnames="mode")
+    by_name = tlc_jax.jit(f, static_argnames=("n", "mode"))
+    for n, mode in [(2, "sin"), (3, "cos"), (2, "sin")]:
+        want = jax.jit(f, static_argnums=1, static_argnames="mode")(x, n, mode=mode)
+        _same(by_num(x, n, mode=mode), want)
+        _same(by_name(x, n=n, mode=mode), want)
+    assert by_num.signatures == 2
+
+
+def test_retraces_on_new_shapes_and_dtypes() -> None:
+    f = tlc_jax.jit(lambda x: (x * 2).sum(axis=0))
+    for x in [_random(3, 4), _random(3, 4, seed=1), _random(5, 2), _random(5, 2, dtype=np.int32)]:
+        _same(f(x), jax.jit(lambda x: (x * 2).sum(axis=0))(x))
+    assert f.signatures == 3
+
+
+def test_jax_arrays_python_scalars_and_float64() -> None:
+    """jax arrays and numpy arrays alike; a Python scalar is weakly typed as under jax;
+    float64 numpy input is jax's float32 without x64."""
+
+    def f(x: Any, s: Any) -> Any:
+        return x * s + 1
+
+    x = _random(4, 4, seed=13)
+    _check(f, jnp.asarray(x), 0.5)
+    _check(f, x.astype(np.float64), np.float32(2))
+    _check(f, x.astype(jnp.bfloat16), 3.0)
+
+
+def test_decorator_forms() -> None:
+    @tlc_jax.jit
+    def double(x: Any) -> Any:
+        return 2 * x
+
+    @functools.partial(tlc_jax.jit, static_argnums=1)
+    def scale(x: Any, k: float) -> Any:
+        return k * x
+
+    x = _random(3, seed=14)
+    _same(double(x), 2 * x)
+    _same(scale(x, 3.0), np.float32(3.0) * x)
+    assert double.__name__ == "double"
+
+
+def test_unsupported_op_is_located_in_the_python_source() -> None:
+    """An op tlc cannot compile is reported at the Python line that made it."""
+
+    def chol(x: Any) -> Any:
+        return jnp.linalg.cholesky(x @ x.T + 3 * jnp.eye(3))
+
+    line = inspect.getsourcelines(chol)[1] + 1
+    with pytest.raises(tlc_jax.JaxCompileError) as info:
+        tlc_jax.jit(chol)(np.eye(3, dtype=np.float32))
+    first = info.value.first
+    assert first.loc.file == __file__ and first.loc.line == line
+    assert "'stablehlo.custom_call' is not supported yet" in first.message
+    assert "jnp.linalg.cholesky" in str(info.value)  # the quoted source line
+    assert "the op in the StableHLO jax produced" in str(info.value)
+
+
+def test_unhashable_static_argument_is_a_clear_error() -> None:
+    from tensorlang.diagnostics import TlcError
+
+    f = tlc_jax.jit(lambda x, shape: x.reshape(shape), static_argnums=1)
+    with pytest.raises(TlcError, match="static arguments must be hashable, got list"):
+        f(_random(6), [2, 3])
