@@ -30,7 +30,13 @@ from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Launch, TripCount, While
 
 MAX_ELEMENTS = 4096
-"""The largest value (elements) a loop may have to run as one kernel."""
+"""The largest value (elements) a loop may compute per iteration to run as one kernel
+(values the body passes through unchanged, and carried buffers it only updates a slice
+of in place, do not count: they are read, or written a slice at a time)."""
+MAX_WORK = 1 << 19
+"""The most work per iteration (:func:`_work`: multiply-adds, elements) of a loop run as
+one kernel: the kernel runs on one core, the host loop's kernels on all, at ~25 us of
+host time per launch (PoCL)."""
 CHUNK_TRIPS = 1024
 """Iterations per launch of a loop whose trip count is not known when compiling."""
 WORK_ITEMS = 1
@@ -43,6 +49,9 @@ OUTER_MIN = 8
 """Dots with at least this many result elements run as sums of outer products
 (:func:`_dot_outer`: ~20% faster on the 64x64 loops of tests/lowering/loops); smaller
 ones as a sequential contraction per result element with partial sums."""
+LANES = 16
+"""Partial sums per result element of a dot contracting contiguous dimensions
+(:func:`_dot_lanes`): one AVX-512 vector of f32."""
 SCRATCH = True
 """Compute a dot operand that is not in a buffer into a scratch buffer first."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
@@ -52,8 +61,12 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     """Lower while ``op`` (operands already copied into ``carry``) as one kernel when it
     qualifies; False (and nothing emitted) otherwise."""
     cond, body = op.regions[0].block, op.regions[1].block
-    if not (_fits(cond) and _fits(body)) or any(types.size(v) > MAX_ELEMENTS
-                                               for v in op.results):
+    in_place = {u for i in range(len(carry)) if (u := _in_place(lw, body, i)) is not None}
+    changed = [r for r, a, v in zip(op.results, body.args, body.ops[-1].operands, strict=True)
+               if v is not a and v.owner not in in_place]
+    if not (_fits(cond, in_place) and _fits(body, in_place)) \
+            or any(types.size(v) > MAX_ELEMENTS for v in changed) \
+            or _work(cond, in_place) + _work(body, in_place) > MAX_WORK:
         return False
     for v in _captured(op):
         if isinstance(v.owner, Op) and v.owner.name not in ELEMENTAL:
@@ -186,13 +199,26 @@ def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
 
 
 def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
-    """A foreach over the elements of ``shape`` calling ``store(multi_index)``."""
-    n = prod(shape)
-    if n == 0:
+    """A foreach over the elements of ``shape`` calling ``store(multi_index)``: one
+    ``foreach`` mode per dimension longer than one (the last dimension fastest), so the
+    innermost loop runs along contiguous memory without dividing indices."""
+    if prod(shape) == 0:
         return
-    i = k.fresh("i")
-    with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(n)} : index {{"):
-        store(k.delinearize(i, shape))  # type: ignore[operator]
+    looped = [d for d, n in enumerate(shape) if n != 1]
+    if not looped:
+        i = k.fresh("i")
+        with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(1)} : index {{"):
+            store([0] * len(shape))  # type: ignore[operator]
+        return
+    names = {d: k.fresh("i") for d in looped}
+    inner = looped[::-1]  # the first foreach mode is the fastest: the last dimension
+    los = ", ".join(k.idx(0) for _ in inner)
+    his = ", ".join(k.idx(shape[d]) for d in inner)
+    head = f"foreach ({', '.join(names[d] for d in inner)}) = ({los}), ({his}) : index {{"
+    if len(inner) == 1:
+        head = f"foreach {names[inner[0]]} = {los}, {his} : index {{"
+    with k.block(head):
+        store([names.get(d, 0) for d in range(len(shape))])  # type: ignore[operator]
 
 
 def _reduce(lw: FuncLowering, f: Fused, op: Op) -> None:
@@ -238,8 +264,12 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
     t = types.elem(r)
 
     n = prod(cshape)
+    dims = (lb, rb, lc, rc, lfree, rfree)
+    if _lanes_fit(op, dims):
+        _dot_lanes(lw, f, op, _buf(lw, r), dims)
+        return
     if types.size(r) >= OUTER_MIN:
-        _dot_outer(f, op, _buf(lw, r), (lb, rb, lc, rc, lfree, rfree))
+        _dot_outer(f, op, _buf(lw, r), dims)
         return
     lanes = ACCUMULATORS if n % ACCUMULATORS == 0 and n >= 2 * ACCUMULATORS else 1
 
@@ -292,6 +322,61 @@ def _dot_outer(f: Fused, op: Op, out: int, dims: tuple[list[int], ...]) -> None:
         _each(k, shape, add)
 
 
+def _lanes_fit(op: Op, dims: tuple[list[int], ...]) -> bool:
+    """A dot to run as :func:`_dot_lanes`: one contraction dimension, a multiple of
+    :data:`LANES` long and the last dimension of both operands (contiguous), and at least
+    :data:`OUTER_MIN` result elements."""
+    lb, rb, lc, rc, lfree, rfree = dims
+    ls, rs = types.shape(op.operands[0]), types.shape(op.operands[1])
+    return len(lc) == 1 and lc[0] == len(ls) - 1 and rc[0] == len(rs) - 1 \
+        and ls[lc[0]] % LANES == 0 and types.size(op.result) >= OUTER_MIN
+
+
+def _dot_lanes(lw: FuncLowering, f: Fused, op: Op, out: int,
+               dims: tuple[list[int], ...]) -> None:
+    """dot_general contracting the last (contiguous) dimension of both operands: the
+    contraction is split into :data:`LANES` partial sums per result element, kept in a
+    scratch buffer ``result x LANES``; per block of LANES contraction indices one pass
+    adds the products (the innermost loop over the lanes reads both operands
+    contiguously: vectorizable without reassociating), then each result is the sum of
+    its lanes."""
+    k = f.k
+    lhs, rhs = op.operands
+    lb, rb, lc, rc, lfree, rfree = dims
+    ls, rs = types.shape(lhs), types.shape(rhs)
+    r = op.result
+    t, shape, size = types.elem(r), list(types.shape(r)), types.size(r)
+    part_shape = [*shape, LANES]
+    part, psize = lw.new_buffer(t, tuple(part_shape)), size * LANES
+    _each(k, part_shape, lambda idx: k.store(k.const(0, t), part, t, psize,
+                                             k.linear(idx, part_shape)))
+    with k.loop(0, ls[lc[0]] // LANES, [], []) as loop:
+        base = k.imul(loop.var, LANES)
+
+        def add(idx: list[IndexExpr]) -> None:
+            batch, rest, lane = idx[:len(lb)], idx[len(lb):-1], idx[-1]
+            c = [k.iadd(base, lane)]
+            li = _place(len(ls), [(lb, batch), (lfree, rest[:len(lfree)]), (lc, c)])
+            ri = _place(len(rs), [(rb, batch), (rfree, rest[len(lfree):]), (rc, c)])
+            a = k.cast(f.value(lhs, li), types.elem(lhs), t)
+            b = k.cast(f.value(rhs, ri), types.elem(rhs), t)
+            at = k.linear(idx, part_shape)
+            k.store(k.arith("add", k.load(part, t, psize, at), k.arith("mul", a, b, t), t),
+                    part, t, psize, at)
+
+        _each(k, part_shape, add)
+
+    def total(idx: list[IndexExpr]) -> None:
+        at = k.imul(k.linear(idx, shape), LANES)
+        sums = [k.load(part, t, psize, k.iadd(at, lane)) for lane in range(LANES)]
+        while len(sums) > 1:  # pairwise
+            sums = [k.arith("add", x, y, t) for x, y in zip(sums[::2], sums[1::2],
+                                                            strict=True)]
+        k.store(sums[0], out, t, size, k.linear(idx, shape))
+
+    _each(k, shape, total)
+
+
 def _place(rank: int, parts: list[tuple[list[int], Sequence[IndexExpr]]]) -> list[IndexExpr]:
     out: list[IndexExpr] = [0] * rank
     for dims, idx in parts:
@@ -311,9 +396,31 @@ def _buf(lw: FuncLowering, v: Value) -> int:
     return buf
 
 
-def _fits(block: Block) -> bool:
-    """Every op of ``block`` can run inside the loop kernel, every value is small."""
+def _work(block: Block, in_place: set[Op]) -> int:
+    """An estimate of one run of ``block`` in the loop kernel: multiply-adds of its dots,
+    elements reduced by its reduces, elements of its other values (of an in-place
+    ``dynamic_update_slice``, its update)."""
+    total = 0
     for o in block.ops[:-1]:
+        if o in in_place:
+            total += types.size(o.operand("update"))
+        elif o.name == "stablehlo.dot_general":
+            lc = _dims(o, "lhs_contracting_dimensions")
+            shape = types.shape(o.operands[0])
+            total += types.size(o.result) * prod(shape[d] for d in lc)
+        elif o.name == "stablehlo.reduce":
+            total += sum(types.size(v) for v in o.operands[:len(o.results)])
+        else:
+            total += sum(types.size(r) for r in o.results)
+    return total
+
+
+def _fits(block: Block, in_place: set[Op]) -> bool:
+    """Every op of ``block`` can run inside the loop kernel, every value is small (a
+    ``dynamic_update_slice`` of ``in_place`` only writes its update)."""
+    for o in block.ops[:-1]:
+        if o in in_place:
+            continue
         if any(is_quantized(v.type) for v in (*o.operands, *o.results)):
             return False
         if o.name in _COMPUTED:
