@@ -4,13 +4,25 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench setup system-pocl system-oclgrind lint clean
+# Quiet installs: setuptools' build warnings (editable installation, ...) are not ours to act on.
+PIP    := PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check
+
+.PHONY: demo test bench jax setup system-pocl system-oclgrind lint clean
 
 demo: setup
 	$(PY) examples/demo.py
 
 test: setup
+	@$(PY) -c "import jax" 2>/dev/null || echo "note: jax is not installed: tests/jax skip (make jax installs it, ~400 MB)"
 	$(PY) -m pytest
+
+# The JAX bridge (tlc.jax.jit) and its tests: the optional extra `jax`.
+jax: setup $(VENV)/.jax-installed
+
+$(VENV)/.jax-installed: pyproject.toml
+	@echo "setup: installing jax into $(abspath $(VENV)) (pip install -e '.[dev,jax]')"
+	@$(PIP) -e '.[dev,jax]'
+	@touch $@
 
 # Side by side with XLA CPU (jax) and IREE (benchmarks/stablehlo_models.py; docs/performance.md).
 # BENCH_ARGS passes options, e.g. make bench BENCH_ARGS='--quick --filter softmax'.
@@ -18,18 +30,25 @@ bench: setup $(VENV)/.bench-installed
 	$(PY) benchmarks/stablehlo_models.py $(BENCH_ARGS)
 
 $(VENV)/.bench-installed: pyproject.toml
-	$(PY) -m pip install -q -e '.[dev,bench]'
-	touch $@
+	@echo "setup: installing jax and IREE into $(abspath $(VENV)) (pip install -e '.[dev,bench]')"
+	@$(PIP) -e '.[dev,bench]'
+	@touch $@
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-pocl
 	@$(MAKE) --no-print-directory system-oclgrind
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@test -d $(VENV) || { echo "setup: creating the virtual environment $(abspath $(VENV))"; \
+	  $(PYTHON) -m venv $(VENV); }
+	@echo "setup: installing tlc (editable) and its test tools into $(abspath $(VENV))"
+	@$(PIP) --upgrade pip
+	@$(PIP) -e '.[dev]'
+	@$(PY) -c "from backend_opencl.runtime import device_reason, get_device; \
+	  print(f'setup: OpenCL device: {get_device().label} ({device_reason()})')" \
+	  || echo "setup: no OpenCL device found (docs/devices.md)"
+	@echo "setup: done; the tlc command is $(abspath $(VENV))/bin/tlc"
+	@touch $(STAMP)
 
 # Debian's PoCL 3.1 inlines OpenCL builtins (PyPI's 3.0 does not): install it when we can.
 # Never fails: without root, apt-get or network, PyPI's PoCL is used (docs/devices.md).
