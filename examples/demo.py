@@ -4,6 +4,8 @@
    ``compile_stablehlo`` and checked against the same network in numpy.
 2. The reference's sample ``fused_kernel``: D[:, :, g] := alpha * A[g] @ B.T @ C +
    D[:, :, g] for 1,000 work-groups, checked against numpy (relative error below 1e-5).
+3. When jax is installed (``make jax``): the same MLP as a JAX function through
+   ``tlc.jax.jit``, checked against ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> int:
     print(f"device: {get_device().label} ({device_reason()})")
     ok = run_stablehlo()
     ok = run_fused_kernel() and ok
+    ok = run_jax() and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
@@ -87,6 +90,30 @@ def run_fused_kernel() -> bool:
     print(f"tensor language fused_kernel: compile {compile_s:.3f} s, "
           f"run {min(times) * 1e3:.2f} ms for {GROUPS} work-groups (best of 3, with transfers), "
           f"max relative error vs numpy {error:.2e}")
+    return error < 1e-5
+
+
+def run_jax() -> bool:
+    """The MLP of export_jax.py through tlc.jax.jit, against jax.jit (skipped without jax)."""
+    try:
+        import jax
+    except ImportError:
+        print("tlc.jax.jit: skipped (jax is not installed; `make jax` adds it)")
+        return True
+    import tlc.jax
+
+    sys.path.insert(0, str(HERE))
+    from export_jax import MODELS
+
+    fn, shapes = MODELS["mlp"]
+    rng = np.random.default_rng(7)
+    args = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32) for s in shapes]
+    start = time.perf_counter()
+    out = tlc.jax.jit(fn)(*args)
+    first_s = time.perf_counter() - start
+    error = float(np.max(np.abs(out - np.asarray(jax.jit(fn)(*args)))))
+    print(f"tlc.jax.jit(mlp): first call (jax lowering, tlc compile, run) {first_s:.3f} s, "
+          f"max abs error vs jax.jit {error:.2e}")
     return error < 1e-5
 
 
