@@ -109,13 +109,9 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
     if wg[0] < 1 or wg[1] < 1 or wg[0] * wg[1] > target.max_work_group_size:
         raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}) exceeds the "
                               f"device's maximum of {target.max_work_group_size} work-items")
+    native = target.native_subgroups
     if sg is None:
-        fits = [s for s in offered if wg[0] % s == 0]
-        if not fits:
-            raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}): the first "
-                                  "mode must be a multiple of a supported subgroup size "
-                                  f"({', '.join(map(str, offered))})")
-        sg = max(fits)
+        sg, native = _implicit_subgroup_size(target, wg)
     elif wg[0] % sg:
         raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}): the first mode "
                               f"must be a multiple of subgroup_size({sg})")
@@ -124,9 +120,22 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
     stage = target.stage_transposed
     if stage is None:
         stage = next((s for name, s in target.staged_kernels if name == func.name), None)
-    return KernelPlan(wg, sg, target.native_subgroups, blocked=target.kind == "cpu",
+    return KernelPlan(wg, sg, native, blocked=target.kind == "cpu",
                       vector_bytes=target.vector_bytes, registers=target.registers,
                       register_block=tuned, stage=stage)
+
+
+def _implicit_subgroup_size(target: Target, wg: tuple[int, int]) -> tuple[int, bool]:
+    """The largest subgroup size dividing ``wg[0]`` and whether it is native.
+
+    A device's own sizes come first; when none divides the first mode (a CPU's default
+    (1, 1) work-group on Intel's runtime, whose sizes are 4-64), the subgroup queries are
+    emulated from the local id (size 1 always fits), which is correct on any device.
+    """
+    native = [s for s in target.subgroup_sizes if wg[0] % s == 0]
+    if target.native_subgroups and native:
+        return max(native), True
+    return max(s for s in EMULATED_SUBGROUP_SIZES if wg[0] % s == 0), False
 
 
 def _default_wg(target: Target, sg: int | None) -> tuple[int, int]:

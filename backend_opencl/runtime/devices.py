@@ -2,9 +2,10 @@
 
 ``get_device(spec)`` picks the device a process computes on: the user's spec (an index into
 ``list_devices()`` or text matched against "platform [driver]: device"), else ``$TLC_DEVICE``, else
-GPUs, then system CPU drivers, then PyPI's PoCL (see :mod:`.ranking`).  Which drivers are
-loaded at all is decided once per process, before OpenCL is first touched (see :mod:`.icd`):
-never two PoCLs.  pyopencl is imported lazily, so importing this module is cheap.
+GPUs, then CPU drivers by measured merit, PyPI's PoCL last (see :mod:`.ranking`).  Which
+drivers are loaded at all is decided once per process, before OpenCL is first touched (see
+:mod:`.icd`): never two PoCLs; Intel's CPU runtime beside one PoCL is fine.  pyopencl is
+imported lazily, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ def describe_devices(spec: str | int | Device | None = None) -> str:
         lines += [f"    {icd.describe(h)}" for h in plan.hidden]
     if plan is not None and plan.note:
         lines.append(f"note: {plan.note}")
+    if plan is not None and plan.vendor_dir:
+        lines.append(f"note: Intel's OpenCL CPU runtime (pip) is registered through tlc's "
+                     f"vendor folder {plan.vendor_dir}")
     index = devices.index(chosen) if chosen in devices else "-"
     lines.append(f"{reason} -> {index}: {chosen.name}")
     return "\n".join(lines)

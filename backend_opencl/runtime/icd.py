@@ -11,18 +11,32 @@ platform query :func:`prepare_loader` either hides the bundled folder (``PYOPENC
 pointed elsewhere) when a system PoCL is installed, or, when PyPI's PoCL is asked for,
 names its ``.icd`` alone in ``OCL_ICD_VENDORS``.  The loader reads both variables once,
 at its first call, so they are restored right after.  Nothing here imports pyopencl.
+
+Intel's oneAPI OpenCL CPU runtime installed by pip (``pip install 'tlc[intel]'``:
+``intel-opencl-rt``) puts ``libintelocl.so`` in ``<prefix>/lib``, but its own ``.icd`` names
+a build path that does not exist.  Unless the vendor folder already names a working
+``libintelocl.so`` (or the user named a folder with ``OCL_ICD_VENDORS``),
+:func:`prepare_loader` writes a tlc-owned vendor folder (the system's ``.icd`` files plus
+one naming the pip-installed library, under the cache directory) and points
+``OCL_ICD_VENDORS`` at it.  Intel's runtime and one PoCL coexist in a process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import sys
+import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+INTEL_LIBRARY = "libintelocl.so"
+#: The distributions of Intel's CPU runtime (the optional extra ``intel``).
+INTEL_DISTS = ("intel-opencl-rt", "intel-cmplr-lib-rt")
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,11 @@ class Icd:
         """Whether the driver is a PoCL."""
         return "pocl" in Path(self.library).name.lower()
 
+    @property
+    def is_intel_cpu(self) -> bool:
+        """Whether the driver is Intel's OpenCL CPU runtime."""
+        return Path(self.library).name.startswith("libintelocl")
+
 
 @dataclass(frozen=True)
 class LoaderPlan:
@@ -47,12 +66,15 @@ class LoaderPlan:
     loaded: tuple[Icd, ...]
     hidden: tuple[Icd, ...]
     note: str
+    vendor_dir: str = ""  #: the tlc-owned vendor folder named by OCL_ICD_VENDORS, if any
 
 
 def describe(entry: Icd) -> str:
     """One line about an ICD: whose it is, its file and the library it names."""
     if entry.bundled and entry.is_pocl:
         owner = f"PyPI's PoCL (pocl-binary-distribution {_version('pocl-binary-distribution')})"
+    elif entry.is_intel_cpu and is_wheel_library(entry.library):
+        owner = f"Intel's OpenCL CPU runtime (intel-opencl-rt {_version(INTEL_DISTS[0])})"
     else:
         owner = "system driver"
     return f"{owner}: {entry.path} -> {entry.library}"
@@ -121,14 +143,17 @@ def prepare_loader(want_pypi: bool) -> tuple[LoaderPlan, dict[str, str | None]]:
     if os.environ.get("OCL_ICD_VENDORS") and not os.path.isdir(os.environ["OCL_ICD_VENDORS"]):
         note = f"OCL_ICD_VENDORS={os.environ['OCL_ICD_VENDORS']} (set by the user)"
         return LoaderPlan("user", (), (), note), old
+    system, vendor_dir = _with_pip_intel(system)
+    if vendor_dir:
+        os.environ["OCL_ICD_VENDORS"] = vendor_dir
     if bundled and any(icd.is_pocl for icd in system):
         os.environ["PYOPENCL_HOME"] = str(Path(str(pyopencl_dir())) / "no-bundled-icds")
         note = (
             "PyPI's PoCL is not loaded: a system PoCL is installed and two PoCLs in one "
             "process conflict; start with TLC_DEVICE=pypi (or --device pypi) to use it"
         )
-        return LoaderPlan("system", tuple(system), tuple(bundled), note), old
-    return LoaderPlan("all", tuple(system + bundled), (), ""), old
+        return LoaderPlan("system", tuple(system), tuple(bundled), note, vendor_dir), old
+    return LoaderPlan("all", tuple(system + bundled), (), "", vendor_dir), old
 
 
 def _pypi_only(system: list[Icd], bundled: list[Icd]) -> LoaderPlan:
@@ -145,6 +170,72 @@ def _pypi_only(system: list[Icd], bundled: list[Icd]) -> LoaderPlan:
     return LoaderPlan("pypi", (pocl[0],), tuple(system), note)
 
 
+def pip_intel_library() -> str | None:
+    """``libintelocl.so`` installed by pip (``intel-opencl-rt``) in this prefix, if any."""
+    candidates = [Path(sys.prefix) / "lib" / INTEL_LIBRARY]
+    try:
+        files = importlib.metadata.distribution(INTEL_DISTS[0]).files or []
+        candidates += [Path(str(f.locate())) for f in files if f.name == INTEL_LIBRARY]
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return next((str(p.resolve()) for p in candidates if p.is_file()), None)
+
+
+def _with_pip_intel(system: list[Icd]) -> tuple[list[Icd], str]:
+    """The system ICDs plus pip's Intel runtime, and the vendor folder naming them all.
+
+    ("" when Intel's runtime is not pip-installed, the user named a vendor folder, or the
+    vendor folder already loads a working ``libintelocl.so``; then nothing changes.)
+    """
+    library = pip_intel_library()
+    registered = any(i.is_intel_cpu and _loadable(i.library) for i in system)
+    if library is None or registered or os.environ.get("OCL_ICD_VENDORS"):
+        return system, ""
+    intel = Icd("", library, bundled=False)
+    entries = [i for i in system if not i.is_intel_cpu] + [intel]
+    folder = _write_vendor_dir(entries)
+    if folder is None:
+        return system, ""
+    return [replace(i, path=str(Path(folder) / _icd_name(i))) for i in entries], folder
+
+
+def _loadable(library: str) -> bool:
+    """Whether a library named in an ``.icd`` exists (a bare name is trusted)."""
+    return os.sep not in library or os.path.isfile(library)
+
+
+def _icd_name(entry: Icd) -> str:
+    return "tlc-intel-cpu.icd" if entry.is_intel_cpu and not entry.path else Path(entry.path).name
+
+
+def _write_vendor_dir(entries: list[Icd]) -> str | None:
+    """A folder of ``.icd`` files naming ``entries``' libraries (named by its contents)."""
+    lines = {_icd_name(i): i.library for i in entries}
+    digest = hashlib.sha256(repr(sorted(lines.items())).encode()).hexdigest()[:12]
+    folder = _vendor_root() / f"opencl-vendors-{digest}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, library in lines.items():
+            target = folder / name
+            if not target.is_file() or target.read_text().strip() != library:
+                tmp = folder / f".{name}.{os.getpid()}"
+                tmp.write_text(library + "\n")
+                tmp.replace(target)
+    except OSError:
+        return None
+    return str(folder)
+
+
+def _vendor_root() -> Path:
+    """``$TLC_CACHE_DIR`` (or ``~/.cache/tlc``); the temporary folder when that is off."""
+    configured = os.environ.get("TLC_CACHE_DIR", "")
+    if configured and configured != "off":
+        return Path(configured)
+    if configured == "off":
+        return Path(tempfile.gettempdir()) / f"tlc-{os.getuid()}"
+    return Path.home() / ".cache" / "tlc"
+
+
 def restore_env(old: dict[str, str | None]) -> None:
     """Put back the variables :func:`prepare_loader` changed (the loader has read them)."""
     for key, value in old.items():
@@ -155,8 +246,13 @@ def restore_env(old: dict[str, str | None]) -> None:
 
 
 def is_wheel_library(path: str) -> bool:
-    """Whether a driver library was installed by pip (PyPI's PoCL), not by the system."""
+    """Whether a driver library was installed by pip (PyPI's PoCL, Intel's CPU runtime in
+    ``<prefix>/lib``), not by the system."""
     root = pyopencl_dir()
     if root is not None and path.startswith(os.path.realpath(root / ".libs") + os.sep):
         return True
+    if Path(path).name.startswith("libintelocl") and sys.prefix != sys.base_prefix:
+        prefix_lib = os.path.realpath(Path(sys.prefix) / "lib") + os.sep
+        if os.path.realpath(path).startswith(prefix_lib):
+            return True
     return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)

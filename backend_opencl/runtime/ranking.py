@@ -1,10 +1,11 @@
 """The device choice as a pure function over plain records, so that it can be tested.
 
 Order: the user's spec (``--device``, the API's ``device=``, else ``$TLC_DEVICE``) first;
-then GPUs; then system-installed CPU drivers (Debian/Ubuntu ``pocl-opencl-icd``, Intel's
-CPU runtime); then PyPI's PoCL; then anything else (accelerators, custom devices, and
-checkers such as Oclgrind).  Ties keep the order in which the OpenCL loader lists the
-devices.
+then GPUs; then the CPU drivers by measured merit (docs/devices.md): a system PoCL 3.1 or
+later (builtins inlined), Intel's OpenCL CPU runtime (``pip install 'tlc[intel]'`` or
+oneAPI's), other system CPU drivers (older PoCLs, unknown vendors), PyPI's PoCL; then
+anything else (accelerators, custom devices, and checkers such as Oclgrind).  Ties keep
+the order in which the OpenCL loader lists the devices.
 """
 
 from __future__ import annotations
@@ -41,30 +42,42 @@ class Candidate:
     version: str = ""  #: driver version, quoted in the reason
 
 
+#: Tiers of the automatic order (lower is better).
+GPU, INLINED_POCL, INTEL_CPU, SYSTEM_CPU, PYPI_POCL, OTHER = range(6)
+
+
+def is_intel_cpu(c: Candidate) -> bool:
+    """Whether ``c`` is Intel's OpenCL CPU runtime (platform "Intel(R) OpenCL")."""
+    return c.kind == "cpu" and c.label.lower().startswith("intel(r) opencl")
+
+
 def tier(c: Candidate) -> int:
     """The rank of a candidate in the automatic order (lower is better)."""
     if c.label.lower().startswith(CHECKERS):
-        return 3
+        return OTHER
     if c.kind == "gpu":
-        return 0
-    if c.kind == "cpu" and c.is_system_driver:
-        return 1
-    if c.kind == "cpu" and c.is_pocl:
-        return 2
-    return 3
+        return GPU
+    if c.kind != "cpu":
+        return OTHER
+    if c.is_pocl:
+        if not c.is_system_driver:
+            return PYPI_POCL
+        return INLINED_POCL if _version(c.version) >= (3, 1) else SYSTEM_CPU
+    return INTEL_CPU if is_intel_cpu(c) else SYSTEM_CPU
 
 
 def tier_reason(c: Candidate) -> str:
     """Why the automatic order picked ``c``."""
     name = f"PoCL {c.version}" if c.is_pocl else c.label.split(":")[0].split(" [")[0]
-    inlined = ", builtins inlined" if c.is_pocl and _version(c.version) >= (3, 1) else ""
-    return [
-        "first GPU",
-        f"system CPU driver ({name}{inlined})",
-        f"PyPI's PoCL ({name}; no GPU or system CPU driver found — as root, "
+    return {
+        GPU: "first GPU",
+        INLINED_POCL: f"system CPU driver ({name}, builtins inlined)",
+        INTEL_CPU: f"Intel's OpenCL CPU runtime (driver {c.version})",
+        SYSTEM_CPU: f"system CPU driver ({name})",
+        PYPI_POCL: f"PyPI's PoCL ({name}; no GPU or system CPU driver found — as root, "
         "`make system-pocl` installs Debian's PoCL, whose builtins are much faster)",
-        "no GPU or CPU driver found; first other device (an accelerator or checker)",
-    ][tier(c)]
+        OTHER: "no GPU or CPU driver found; first other device (an accelerator or checker)",
+    }[tier(c)]
 
 
 def _version(text: str) -> tuple[int, ...]:

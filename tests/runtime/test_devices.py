@@ -55,10 +55,16 @@ def test_only_pocl_3_1_and_later_claims_inlined_builtins() -> None:
     assert choose([ubuntu])[1] == "chosen: system CPU driver (PoCL 1.8)"
 
 
-def test_non_pocl_system_cpu_driver_counts_as_system() -> None:
+def test_intels_cpu_runtime_ranks_between_the_pocls() -> None:
     index, reason = choose([PYPI_POCL, INTEL_CPU])
     assert index == 1
-    assert "system CPU driver (Intel(R) OpenCL)" in reason
+    assert reason == "chosen: Intel's OpenCL CPU runtime (driver 2024.1)"
+    pip_intel = Candidate(INTEL_CPU.label, "cpu", False, False, "2026.22")
+    assert choose([PYPI_POCL, pip_intel])[0] == 1
+    assert choose([INTEL_CPU, SYS_POCL])[0] == 1
+    old_pocl = Candidate("Portable Computing Language [PoCL 1.8, system]: x", "cpu", True, True,
+                         "1.8")
+    assert choose([old_pocl, INTEL_CPU])[0] == 1
 
 
 def test_pypi_pocl_is_the_last_resort_before_accelerators() -> None:

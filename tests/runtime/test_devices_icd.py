@@ -20,6 +20,8 @@ def fake_icds(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[icd.Icd]]:
     found: dict[str, list[icd.Icd]] = {"system": [], "bundled": []}
     monkeypatch.setattr(icd, "system_icds", lambda: list(found["system"]))
     monkeypatch.setattr(icd, "bundled_icds", lambda: list(found["bundled"]))
+    monkeypatch.setattr(icd, "pip_intel_library", lambda: found["intel"][0].library
+                        if found.get("intel") else None)
     monkeypatch.delenv("OCL_ICD_VENDORS", raising=False)
     monkeypatch.setenv("PYOPENCL_HOME", "/venv/pyopencl")
     return found
@@ -109,3 +111,45 @@ def test_describe_says_whose_an_icd_is() -> None:
         icd.describe(SYSTEM_POCL) == "system driver: /etc/OpenCL/vendors/pocl.icd -> libpocl.so.2"
     )
     assert icd.describe(WHEEL_POCL).startswith("PyPI's PoCL (pocl-binary-distribution ")
+
+
+def test_pip_intel_runtime_gets_a_tlc_vendor_folder(
+    fake_icds: dict[str, list[icd.Icd]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    intel = icd.Icd("", "/venv/lib/libintelocl.so", bundled=False)
+    fake_icds.update(system=[SYSTEM_POCL], bundled=[WHEEL_POCL], intel=[intel])
+    plan, old = icd.prepare_loader(want_pypi=False)
+    folder = Path(os.environ["OCL_ICD_VENDORS"])
+    assert plan.mode == "system" and plan.vendor_dir == str(folder)
+    assert folder.parent == tmp_path
+    written = {p.name: p.read_text().strip() for p in folder.glob("*.icd")}
+    assert written == {"pocl.icd": "libpocl.so.2", "tlc-intel-cpu.icd": intel.library}
+    assert [i.library for i in plan.loaded] == ["libpocl.so.2", intel.library]
+    assert plan.hidden == (WHEEL_POCL,)
+    icd.restore_env(old)
+    assert "OCL_ICD_VENDORS" not in os.environ
+
+
+def test_a_working_intel_icd_or_a_users_folder_is_left_alone(
+    fake_icds: dict[str, list[icd.Icd]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library = tmp_path / "libintelocl.so"
+    library.write_text("")
+    system_intel = icd.Icd("/etc/OpenCL/vendors/intel.icd", str(library), bundled=False)
+    fake_icds.update(system=[system_intel], intel=[system_intel])
+    plan, _ = icd.prepare_loader(want_pypi=False)
+    assert plan.vendor_dir == "" and "OCL_ICD_VENDORS" not in os.environ
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path))
+    fake_icds.update(system=[SYSTEM_POCL])
+    plan, _ = icd.prepare_loader(want_pypi=False)
+    assert plan.vendor_dir == "" and os.environ["OCL_ICD_VENDORS"] == str(tmp_path)
+
+
+def test_pypi_request_hides_intels_runtime(fake_icds: dict[str, list[icd.Icd]]) -> None:
+    intel = icd.Icd("", "/venv/lib/libintelocl.so", bundled=False)
+    fake_icds.update(system=[SYSTEM_POCL], bundled=[WHEEL_POCL], intel=[intel])
+    plan, old = icd.prepare_loader(want_pypi=True)
+    assert plan.loaded == (WHEEL_POCL,)
+    assert os.environ["OCL_ICD_VENDORS"] == WHEEL_POCL.path
+    icd.restore_env(old)
