@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Quiet installs: setuptools' build warnings (editable installation, ...) are not ours to act on.
 PIP    := PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test bench jax setup system-pocl system-oclgrind lint clean
+.PHONY: demo test bench jax setup mpi system-mpi system-pocl system-oclgrind lint clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -44,11 +44,27 @@ $(STAMP): pyproject.toml
 	@echo "setup: installing tlc (editable) and its test tools into $(abspath $(VENV))"
 	@$(PIP) --upgrade pip
 	@$(PIP) -e '.[dev]'
+	@$(MAKE) --no-print-directory mpi
 	@$(PY) -c "from backend_opencl.runtime import device_reason, get_device; \
 	  print(f'setup: OpenCL device: {get_device().label} ({device_reason()})')" \
 	  || echo "setup: no OpenCL device found (docs/devices.md)"
 	@echo "setup: done; the tlc command is $(abspath $(VENV))/bin/tlc"
 	@touch $(STAMP)
+
+# Programs on several processes (docs/distributed.md): mpi4py and MPICH from PyPI, no root
+# needed. Never fails: without them tests/distributed is skipped.
+mpi:
+	@$(PIP) -e '.[mpi]' >/dev/null 2>&1 && echo "setup: MPI: mpi4py and MPICH installed" \
+	  || echo "setup: MPI: install failed; tests/distributed will be skipped"
+
+# Open MPI from Debian (as root), for clusters that use it: then TLC_MPIEXEC=mpiexec and an
+# mpi4py built against it (docs/distributed.md). Never fails; not part of setup.
+system-mpi:
+	@if command -v ompi_info >/dev/null; then echo "system MPI: Open MPI already installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null 2>&1 \
+	    && echo "system MPI: Open MPI installed" || echo "system MPI: install failed"; \
+	else echo "system MPI: not root or no apt-get"; fi
 
 # Debian's PoCL 3.1 inlines OpenCL builtins (PyPI's 3.0 does not): install it when we can.
 # Never fails: without root, apt-get or network, PyPI's PoCL is used (docs/devices.md).

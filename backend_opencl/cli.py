@@ -125,7 +125,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.profile:  # before the device's queue exists: it is made with profiling on
         os.environ["TLC_PROFILE"] = "1"
+    from backend_opencl import distributed
 
+    if distributed.wanted(args.file):  # under mpirun, or several replicas / partitions
+        return distributed.run_cli(args)
     return driver.run_cli(args)
 
 
@@ -222,6 +225,14 @@ def _print_profile() -> None:
         profile.PROFILE.reset()
 
 
+def cmd_interpret(args: argparse.Namespace) -> int:
+    """``tlc interpret FILE.mlir``: every module's functions and their check ops
+    (``backend_opencl/interpret.py``)."""
+    from backend_opencl import interpret
+
+    return interpret.command(args, _read(args.file))
+
+
 def _check_bounds_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-bounds", action="store_true",
                    help="guard every access isl cannot prove in bounds; a violation at run "
@@ -277,6 +288,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--groups", type=int, default=2000, help="work-groups per timed launch")
     p.add_argument("--top", type=int, default=5, help="candidates of the cost model to time")
     add("devices", cmd_devices, "list OpenCL devices")
+    p = add("interpret", cmd_interpret, "run the functions of a StableHLO test file and "
+            "their check ops (as stablehlo-translate --interpret -split-input-file)")
+    p.add_argument("file")
+    p.add_argument("--probe-dir", default="probe", help="where interpreter.probe saves "
+                   "tensors, with index.csv (default: ./probe; '' saves nothing)")
+    p.add_argument("--infeed", help=".npz whose in0, in1, ... stablehlo.infeed takes in turn")
+    p.add_argument("--outfeed", help=".npz to write the stablehlo.outfeed tensors to")
     return ap
 
 

@@ -225,8 +225,9 @@ _TABLE: list[OpDef] = [
            "channel_handle"), (), VARIADIC, syntax="generic"),
     OpDef("stablehlo.collective_permute", ("operand",),
           ("source_target_pairs", "channel_handle"), syntax="generic"),
-    OpDef("stablehlo.collective_broadcast", ("operand",),
-          ("replica_groups", "channel_handle"), syntax="generic"),
+    OpDef("stablehlo.collective_broadcast", ("operands*",),  # + a root index tensor last
+          ("replica_groups", "channel_handle", "has_dynamic_root"), (), VARIADIC,
+          syntax="generic"),
     OpDef("stablehlo.infeed", ("token",), ("infeed_config", "layout"), (), VARIADIC,
           syntax="generic"),
     OpDef("stablehlo.outfeed", ("inputs*", "token"), ("outfeed_config",), syntax="generic"),

@@ -57,7 +57,7 @@ def _one_process(op: Op) -> None:
 def identity_collective(lw: FuncLowering, op: Op) -> None:
     """One process: every result is its operand."""
     _one_process(op)
-    for r, v in zip(op.results, op.operands, strict=True):
+    for r, v in zip(op.results, op.operands[:len(op.results)], strict=True):  # no root
         lw.bind(r, lw.materialize(v))
 
 

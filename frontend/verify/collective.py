@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from frontend.ir.core import Op
-from frontend.ir.types import TensorType
+from frontend.ir.types import IntegerType, TensorType
 from frontend.verify.common import dims, fail, in_range, shapes_ok, tensor, types_ok, verifies
 from frontend.verify.control import region_results
 
@@ -37,6 +37,17 @@ def _unique_groups(op: Op, rule: str, groups: np.ndarray | None) -> None:
 
 def _group_size(groups: np.ndarray | None) -> int | None:
     return None if groups is None else int(groups.shape[1])
+
+
+def _process_group_size(op: Op, groups: np.ndarray | None) -> int | None:
+    """The size of a process group of an all_gather / reduce_scatter when the module tells
+    it: cross_replica_and_partition groups (channel_id > 0 without use_global_device_ids)
+    also span every partition, whose number a module does not know."""
+    handle = op.attr("channel_handle") or {}
+    channel = handle.get("handle", 0) if isinstance(handle, dict) else 0
+    if isinstance(channel, int) and channel > 0 and not op.attr("use_global_device_ids"):
+        return None
+    return _group_size(groups)
 
 
 def _channel(op: Op, rule: str) -> None:
@@ -90,7 +101,7 @@ def verify_all_gather(op: Op) -> None:
         in_range(op, "C1", "all_gather_dim", [dim], t.rank)
         if rt.element != t.element:
             fail(op, "C6", f"result element type {rt.element} differs from {t.element}", v)
-        _expect_shape(op, "C6", _scaled(t.shape, dim, _group_size(groups)), rt)
+        _expect_shape(op, "C6", _scaled(t.shape, dim, _process_group_size(op, groups)), rt)
 
 
 @verifies("all_reduce")
@@ -115,7 +126,7 @@ def verify_reduce_scatter(op: Op) -> None:
     t, rt = tensor(op, op.operands[0], "operand"), tensor(op, op.result_types[0], "result")
     dim = op.attr("scatter_dimension", 0)
     in_range(op, "C2", "scatter_dimension", [dim], t.rank)
-    n = _group_size(groups)
+    n = _process_group_size(op, groups)
     if n and t.shape[dim] is not None and t.shape[dim] % n:
         fail(op, "C1", f"dimension {dim} of size {t.shape[dim]} is not divisible by the "
                        f"group size {n}")
@@ -174,9 +185,22 @@ def verify_collective_permute(op: Op) -> None:
 
 @verifies("collective_broadcast")
 def verify_collective_broadcast(op: Op) -> None:
-    """(C1) unique groups, (C3) type(result) = type(operand)."""
+    """(C1) unique groups, (C3) type(result) = type(operand); with ``has_dynamic_root``
+    the last operand is a 1-D integer tensor: the root's index in its group, per result."""
     _unique_groups(op, "C1", _groups(op))
-    _same_type(op, "C3")
+    data = op.operands[:len(op.result_types)]
+    if len(op.operands) != len(data) + bool(op.attr("has_dynamic_root")):
+        fail(op, "", f"expects {len(data)} operands for {len(data)} results"
+                     f"{' and a root index' if op.attr('has_dynamic_root') else ''}, got "
+                     f"{len(op.operands)}")
+    for v, r in zip(data, op.result_types, strict=True):
+        if not types_ok(v.type, r):
+            fail(op, "C3", f"result type {r} must equal the operand type {v.type}", v)
+    if len(op.operands) > len(data):
+        root = tensor(op, op.operands[-1], "root")
+        if root.rank != 1 or root.shape[0] not in (None, len(data)) or \
+                not isinstance(root.element, IntegerType):
+            fail(op, "", f"the root index must be a tensor<{len(data)}xi32>, got {root}")
 
 
 def _same_type(op: Op, rule: str) -> None:

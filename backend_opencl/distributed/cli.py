@@ -1,0 +1,106 @@
+"""``tlc run`` as one MPI rank: ``mpirun -n N tlc run FILE.mlir --inputs IN.npz``.
+
+Every rank runs the module's entry function as its process.  ``--inputs`` and ``-o``
+may contain ``{rank}``, ``{replica}`` and ``{partition}`` to give each rank its own
+shard (without them every rank reads the same inputs, and with several ranks the output
+``out.npz`` becomes ``out.RANK.npz``).  A mistake every rank sees (the process count
+against ``num_replicas`` x ``num_partitions``, a missing file) is reported by every rank;
+any failure of one rank aborts the job so the others never wait forever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backend_opencl.distributed.grid import ProcessGrid
+from backend_opencl.distributed.program import RankProgram, grid_for, receivers
+from backend_opencl.distributed.transport import Transport
+from tensorlang.diagnostics import TlcError
+
+
+def shard_path(pattern: str, grid: ProcessGrid, output: bool = False) -> str:
+    """``pattern`` with ``{rank}``, ``{replica}``, ``{partition}`` filled in (an output
+    without them gets ``.RANK`` before its suffix when there are several ranks)."""
+    if "{" in pattern:
+        try:
+            return pattern.format(rank=grid.rank, replica=grid.replica_id,
+                                  partition=grid.partition_id)
+        except (KeyError, IndexError, ValueError) as err:
+            raise TlcError(f"{pattern}: error: bad placeholder {err} (use {{rank}}, "
+                           "{replica} or {partition})") from None
+    if output and grid.size > 1:
+        p = Path(pattern)
+        return str(p.with_name(f"{p.stem}.{grid.rank}{p.suffix}"))
+    return pattern
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """This rank's ``tlc run``; 0 on success (errors: TlcError, or an abort)."""
+    from backend_opencl.distributed import world_transport
+
+    transport = world_transport()
+    text = _read(args.file)
+    try:  # the same verdict on every rank: each reports it and exits
+        grid = grid_for(text, transport.size, transport.rank)
+    except TlcError as err:
+        who = f"rank {transport.rank} of {transport.size}: " if transport.size > 1 else ""
+        raise TlcError(f"{who}{args.file}: {err}") from None
+    try:
+        results = _run(args, text, grid, transport)
+    except BaseException as err:  # noqa: B036 -- one failing rank stops them all
+        if transport.size == 1:
+            raise
+        from backend_opencl.distributed import describe_failure
+
+        sys.stderr.write(describe_failure(err, transport) + "\n")
+        sys.stderr.flush()
+        transport.abort(1)
+        return 1
+    _write(args, results, grid)
+    return 0
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise TlcError(f"{path}: error: cannot read file: {err}") from None
+
+
+def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
+         transport: Transport) -> list[Any]:
+    import frontend
+
+    module = frontend.parse(text, filename=args.file)
+    programs = [[args.entry] * grid.num_partitions for _ in range(grid.num_replicas)]
+    program = RankProgram(module, args.entry, grid, transport, args.device,
+                          receivers(module, programs))
+    inputs = _inputs(shard_path(args.inputs, grid)) if args.inputs else []
+    results: list[Any] = []
+    for _ in range(max(getattr(args, "repeat", 1), 1)):
+        results = program(*inputs)
+    return results
+
+
+def _inputs(path: str) -> list[np.ndarray]:
+    try:
+        with np.load(path) as data:
+            return [data[k] for k in data.files]
+    except (OSError, ValueError) as err:
+        raise TlcError(f"{path}: error: cannot read inputs: {err}") from None
+
+
+def _write(args: argparse.Namespace, results: list[Any], grid: ProcessGrid) -> None:
+    out = {f"result{i}": r for i, r in enumerate(results) if r is not None}
+    if args.output:
+        np.savez(shard_path(args.output, grid, output=True), **out)
+        return
+    prefix = f"[rank {grid.rank}] " if grid.size > 1 else ""
+    lines = [f"{prefix}{k} = {np.array2string(r, threshold=64)}" for k, r in out.items()]
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()

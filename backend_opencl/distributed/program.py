@@ -1,0 +1,125 @@
+"""One process's part of an SPMD / MPMD StableHLO program: segments on its OpenCL device,
+collectives on the host over MPI."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from backend_opencl.distributed.collectives import Context, run_host_op
+from backend_opencl.distributed.grid import ProcessGrid
+from backend_opencl.distributed.segments import DeviceStep, SegmentedFunc, is_data, segment
+from backend_opencl.distributed.transport import Transport
+from frontend.ir.core import Module, Value, walk
+from frontend.ir.types import TensorType
+from frontend.lower.inline import inline_calls
+from tensorlang.diagnostics import TlcError
+
+_COUNT = re.compile(r"mhlo\.num_(replicas|partitions)\s*=\s*(\d+)")
+
+
+def grid_counts(text: str) -> tuple[int | None, int | None]:
+    """``mhlo.num_replicas`` and ``mhlo.num_partitions`` of a module's text (None when
+    absent)."""
+    found = {k: int(v) for k, v in _COUNT.findall(text)}
+    return found.get("replicas"), found.get("partitions")
+
+
+def grid_for(text: str, size: int, rank: int) -> ProcessGrid:
+    """The process grid of a program run by ``size`` processes; a TlcError (the same on
+    every rank) when the module's counts disagree with ``size``."""
+    replicas, partitions = grid_counts(text)
+    partitions = partitions or 1
+    replicas = replicas or max(size // partitions, 1)
+    if replicas * partitions != size:
+        n = replicas * partitions
+        raise TlcError(f"error: the program runs on num_replicas x num_partitions = "
+                       f"{replicas} x {partitions} = {n} processes, but {size} "
+                       f"{'was' if size == 1 else 'were'} started: mpirun -n {n} ...")
+    return ProcessGrid(replicas, partitions, rank)
+
+
+def receivers(module: Module, programs: list[list[str]]) -> dict[int, list[int]]:
+    """For each channel id, the ranks whose program has a ``recv`` on it."""
+    from backend_opencl.distributed.collectives import channel_id
+
+    out: dict[int, list[int]] = {}
+    flat = [name for row in programs for name in row]
+    for rank, name in enumerate(flat):
+        func = module.func(name)
+        if func is None or func.body is None:
+            continue
+        for op in walk(inline_calls(module, func)):
+            ranks = out.setdefault(channel_id(op), [])
+            if op.name == "stablehlo.recv" and rank not in ranks:
+                ranks.append(rank)
+    return out
+
+
+class RankProgram:
+    """``@name`` of a module run as process ``grid.rank``: call it with this process's
+    inputs (numpy arrays) to get its results (numpy arrays; tokens are None)."""
+
+    def __init__(self, module: Module, name: str, grid: ProcessGrid, transport: Transport,
+                 device: Any = None, receivers: dict[int, list[int]] | None = None) -> None:
+        self.func: SegmentedFunc = segment(module, name, grid)
+        self.ctx = Context(grid, transport, device, receivers or {})
+        self.executables: dict[int, Any] = {}
+
+    @property
+    def num_args(self) -> int:
+        """How many inputs a call takes (tokens included)."""
+        return len(self.func.args)
+
+    def compile(self) -> RankProgram:
+        """Build every segment's kernels now (else on first use)."""
+        for step in self.func.steps:
+            if isinstance(step, DeviceStep):
+                self._executable(step)
+        return self
+
+    def _executable(self, step: DeviceStep) -> Any:
+        exe = self.executables.get(id(step))
+        if exe is None:
+            from backend_opencl.driver import compile_stablehlo_program
+
+            exe = self.executables[id(step)] = compile_stablehlo_program(
+                step.text, device=self.ctx.device,
+                filename=f"<@{self.func.name} segment>")
+        return exe
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray | None]:
+        """Run this process's program; collectives wait for the other processes."""
+        env = self._bind(inputs)
+        for step in self.func.steps:
+            if isinstance(step, DeviceStep):
+                results = self._executable(step)(*[env[v] for v in step.inputs])
+                env.update(zip(step.outputs, results, strict=False))
+            else:
+                args = [env.get(v) for v in step.op.operands]
+                env.update(zip(step.op.results, run_host_op(step.op, args, self.ctx),
+                               strict=True))
+        self.ctx.transport.finish()
+        return [np.asarray(env[v]) if is_data(v) else None for v in self.func.returns]
+
+    def _bind(self, inputs: tuple[Any, ...]) -> dict[Value, Any]:
+        args = self.func.args
+        if len(inputs) != len(args):
+            raise TlcError(f"error: @{self.func.name} takes {len(args)} inputs, "
+                           f"{len(inputs)} were given")
+        env: dict[Value, Any] = {}
+        for i, (v, x) in enumerate(zip(args, inputs, strict=True)):
+            if not is_data(v):
+                env[v] = None
+                continue
+            t = v.type
+            assert isinstance(t, TensorType)
+            a = np.asarray(x)
+            if a.shape != tuple(t.shape) or a.dtype != t.element.dtype:
+                raise TlcError(f"error: input {i} of @{self.func.name} must be "
+                               f"{t.element.dtype}{list(t.shape)}, got {a.dtype}"
+                               f"{list(a.shape)}")
+            env[v] = a
+        return env

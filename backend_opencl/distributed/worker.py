@@ -1,0 +1,41 @@
+"""``python -m backend_opencl.distributed.worker FOLDER``: one MPI rank of a job.
+
+The job (``FOLDER/job.pickle``, written by :func:`launch.run_job`) holds a module's
+text, the grid of function names ``programs[replica][partition]``, the flat inputs
+(each rank takes as many as its function has arguments, in rank order) and the device.
+The rank writes its results to ``FOLDER/out.RANK.pickle``.  Any error is printed with the
+rank's coordinates and aborts the whole job.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from pathlib import Path
+
+from backend_opencl.distributed.transport import MpiTransport
+
+
+def main(folder: str) -> int:
+    """Run this rank's part of the job in ``folder``."""
+    transport = MpiTransport()
+    rank = transport.rank
+    try:
+        job = pickle.loads((Path(folder) / "job.pickle").read_bytes())
+        from backend_opencl.distributed import run_rank
+
+        results = run_rank(job["module"], job["programs"], job["inputs"], transport,
+                           device=job.get("device"))
+        (Path(folder) / f"out.{rank}.pickle").write_bytes(pickle.dumps(results))
+        return 0
+    except BaseException as err:  # noqa: B036 -- any failure must stop every rank
+        from backend_opencl.distributed import describe_failure
+
+        sys.stderr.write(describe_failure(err, transport) + "\n")
+        sys.stderr.flush()
+        transport.abort(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
