@@ -169,15 +169,21 @@ def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
     return nums, names
 
 
+_SCALARS = (bool, int, float, complex)
+
+
 def _leaf_key(x: Any) -> Hashable:
-    """What of an argument leaf the compiled program depends on."""
-    if isinstance(x, bool | int | float | complex):
+    """What of an argument leaf the compiled program depends on (a few hundred ns: it is
+    computed for every leaf of every call)."""
+    if isinstance(x, np.ndarray):
+        return x.shape, x.dtype, False
+    if isinstance(x, _SCALARS):
         return type(x)
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if shape is None or dtype is None:
         arr = np.asarray(x)
         shape, dtype = arr.shape, arr.dtype
-    return tuple(shape), str(dtype), bool(getattr(x, "weak_type", False))
+    return tuple(shape), np.dtype(dtype), bool(getattr(x, "weak_type", False))
 
 
 def _as_array(x: Any, dtype: np.dtype) -> np.ndarray:
