@@ -72,6 +72,8 @@ def while_(lw: FuncLowering, op: Op) -> None:
                             strict=True):
         if new is a:  # passed through unchanged: the operand's buffer is the carry
             carry.append(lw.materialize(v))
+        elif _owned(lw, op, v):  # read by the loop only: its buffer is the carry
+            carry.append(lw.materialize(v))
         else:
             carry.append(lw.buffer_for(r))
             lw.step(Copy(lw.materialize(v), carry[-1]))
@@ -88,6 +90,32 @@ def while_(lw: FuncLowering, op: Op) -> None:
         _run_into(lw, body, carry, carry, _updates_in_place(lw, body, carry))
     lw.step(While(tuple(cond_steps), pred, tuple(body_steps), trips))
     _bind_results(lw, op, carry)
+
+
+def _owned(lw: FuncLowering, op: Op, v: Value) -> bool:
+    """True when while ``op`` may take operand ``v``'s buffer as its carried buffer (no
+    copy in): ``v`` has no other use, is computed in ``op``'s own block (so no later
+    iteration of an enclosing loop needs it again) or is a parameter of the function, and
+    its buffer holds no other value and no constant."""
+    if lw.uses.get(v) != 1:
+        return False
+    nested = {r.block: o for o in lw.ops() for r in o.regions}
+    owner = v.owner
+    if isinstance(owner, Op):
+        if _block_of(nested, owner) is not _block_of(nested, op):
+            return False
+    elif owner in nested or _block_of(nested, op) is not None:
+        return False  # a block argument of a region, or a parameter read inside one
+    buf = lw.materialize(v)
+    return lw.buffers[buf].init is None and sum(b == buf for b in lw.env.values()) == 1
+
+
+def _block_of(nested: dict[Block, Op], op: Op) -> Block | None:
+    """The region block holding ``op`` (None: the function's own block)."""
+    for block in nested:
+        if op in block.ops:
+            return block
+    return None
 
 
 def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:

@@ -138,3 +138,61 @@ def test_large_carried_stack_updated_in_place_runs_in_the_loop_kernel() -> None:
         hs.append(h)
     np.testing.assert_allclose(got_h, h, atol=2e-5)
     np.testing.assert_allclose(got_o, np.array(hs), atol=2e-5)
+
+
+def nested(inner_init: str) -> str:
+    """An outer counted loop (3 trips) whose body runs an inner loop (4 trips) adding
+    ``%a`` to a carry initialized with ``inner_init`` (%z: computed once before the outer
+    loop; %zz: computed in the outer body), then adds the result to the outer carry."""
+    return module("(%a: tensor<6xf32>, %x0: tensor<6xf32>) -> tensor<6xf32>", f"""
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %z = stablehlo.negate %x0 : tensor<6xf32>
+  %0:2 = stablehlo.while(%i = %c0, %x = %x0) : tensor<i32>, tensor<6xf32>
+   cond {{
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %zz = stablehlo.negate %x0 : tensor<6xf32>
+    %c00 = stablehlo.constant dense<0> : tensor<i32>
+    %1:2 = stablehlo.while(%j = %c00, %y = {inner_init}) : tensor<i32>, tensor<6xf32>
+     cond {{
+      %m = stablehlo.constant dense<4> : tensor<i32>
+      %q = stablehlo.compare LT, %j, %m, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %q : tensor<i1>
+    }} do {{
+      %y2 = stablehlo.add %y, %a : tensor<6xf32>
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j2 = stablehlo.add %j, %one : tensor<i32>
+      stablehlo.return %j2, %y2 : tensor<i32>, tensor<6xf32>
+    }}
+    %x2 = stablehlo.add %x, %1#1 : tensor<6xf32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %i2 = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %i2, %x2 : tensor<i32>, tensor<6xf32>
+  }}
+  return %0#1 : tensor<6xf32>""")
+
+
+@pytest.mark.parametrize("init", ["%z", "%zz", "%x0"])
+@pytest.mark.parametrize("where", ["device", "host"])
+def test_carry_takes_the_operand_buffer_only_when_safe(init: str, where: str,
+                                                       monkeypatch: pytest.MonkeyPatch) \
+        -> None:
+    if where == "host":
+        monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
+    a, x0 = rand((6,)), rand((6,))
+    keep = x0.copy()
+    (got,) = run(nested(init), a, x0)
+    np.testing.assert_allclose(got, x0 + 3 * (-x0 + 4 * a) if init != "%x0"
+                               else x0 + 3 * (x0 + 4 * a), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(x0, keep)  # the argument is not modified
+
+
+def test_loop_of_a_parameter_leaves_the_argument_alone() -> None:
+    text = power(64, 3)
+    a, v = rand((64, 64)), rand((64,))
+    keep = v.copy()
+    (got,) = run(text, a, v)
+    np.testing.assert_allclose(got, power_expected(a, v, 3), atol=2e-5)
+    np.testing.assert_array_equal(v, keep)
