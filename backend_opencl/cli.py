@@ -242,6 +242,8 @@ def _check_bounds_option(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tlc", description="Tensor programs to OpenCL C.")
     ap.add_argument("--version", action="version", version=f"tlc {version()}")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="tlc run: print the pipeline's phases and their times to stderr")
     ap.add_argument("--device", default=None,
                     help="OpenCL device: index, or text matched against platform/device names "
                          "(default: $TLC_DEVICE, then GPUs, system CPU drivers, PyPI's PoCL)")
@@ -274,7 +276,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output-format", choices=["npz", "text", "summary"],
                    help="npz (result0.. arrays; the default with -o), text (every value, "
                         "shortest exact digits) or summary (abbreviated; stdout's default)")
-    p.add_argument("-v", "--verbose", action="store_true",
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                    help="print the pipeline's phases and their times to stderr")
     p.add_argument("--entry", default="main")
     p.add_argument("--profile", action="store_true",

@@ -113,12 +113,22 @@ def test_unreadable_inputs_are_a_clear_error(tmp_path: Path,
     assert code == 1 and "bad.npz: error: cannot read inputs" in err and "Traceback" not in err
 
 
-def test_verbose_prints_the_phases(tmp_path: Path, program: tuple[Path, np.ndarray]) -> None:
+@pytest.mark.parametrize("before", [False, True])
+def test_verbose_prints_the_phases(tmp_path: Path, program: tuple[Path, np.ndarray],
+                                   before: bool) -> None:
+    """``tlc run ... -v`` and ``tlc -v run ...`` alike."""
     path, _ = program
-    code, out, err = _run("run", str(path), "--inputs", str(tmp_path / "in.npz"), "-v")
+    run = ["run", str(path), "--inputs", str(tmp_path / "in.npz")]
+    code, out, err = _run(*(["-v", *run] if before else [*run, "-v"]))
     assert code == 0, err
     assert out.startswith("result0 = [[")
     phases = [line.split()[1] for line in err.splitlines() if line.startswith("tlc: ")]
     assert phases == ["read", "load", "device", "parse", "lower", "generate", "build", "run",
                       "write", "total"]
     assert all(line.split()[3] == "ms" for line in err.splitlines() if line.startswith("tlc: "))
+
+
+def test_quiet_without_verbose(tmp_path: Path, program: tuple[Path, np.ndarray]) -> None:
+    path, _ = program
+    code, _, err = _run("run", str(path), "--inputs", str(tmp_path / "in.npz"))
+    assert code == 0 and err == ""
