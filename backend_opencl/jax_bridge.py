@@ -108,6 +108,11 @@ class Jitted:
         return self._jitted.lower(*args, **kwargs)
 
     @property
+    def _name(self) -> str:
+        """The wrapped function's name, for messages."""
+        return getattr(self.fun, "__qualname__", None) or type(self.fun).__name__
+
+    @property
     def signatures(self) -> int:
         """How many signatures have been compiled (each new one traces ``f`` again)."""
         return len(self._cache)
@@ -125,7 +130,7 @@ class Jitted:
         try:
             hash(key)
         except TypeError:
-            raise TlcError(f"error: {self.__name__}: static arguments must be hashable, got "
+            raise TlcError(f"error: {self._name}: static arguments must be hashable, got "
                            f"{', '.join(type(v).__name__ for _, v in static)}") from None
         return leaves, key
 
@@ -135,14 +140,17 @@ class Jitted:
         import backend_opencl
 
         lowered = self._jitted.lower(*args, **kwargs)
-        name = f"<jax {getattr(self.fun, '__qualname__', 'function')}>"
+        name = f"<jax {self._name}>"
         try:
             exe = backend_opencl.compile_stablehlo(lowered.as_text(), device=self.device,
                                                    filename=name,
                                                    check_bounds=self.check_bounds)
         except CompileError as err:
             raise _located(err, lowered, name, self.device) from None
-        if lowered.in_tree != tree or len(exe.arg_dtypes) != count:
+        if lowered.in_tree != tree:
+            raise TlcError(f"error: {name}: jax flattened the arguments as {lowered.in_tree}, "
+                           f"not as {tree}")
+        if len(exe.arg_dtypes) != count:
             raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters for "
                            f"{count} argument leaves (effects and tokens are not supported)")
         return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves)

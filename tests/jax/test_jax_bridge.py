@@ -112,6 +112,17 @@ def test_pytrees_in_and_out() -> None:
     _check(layer, params, (_random(4, 5, seed=10), _random(4, 3, seed=11)))
 
 
+def test_keyword_arguments() -> None:
+    def affine(x: Any, *, w: Any, b: Any = 0.0) -> Any:
+        return x @ w + b
+
+    x, w = _random(3, 4, seed=15), _random(4, 2, seed=16)
+    f = tlc_jax.jit(affine)
+    _same(f(x, w=w, b=np.float32(1.5)), jax.jit(affine)(x, w=w, b=np.float32(1.5)))
+    _same(f(x, b=np.float32(1.5), w=w), jax.jit(affine)(x, w=w, b=np.float32(1.5)))
+    assert f.signatures == 1
+
+
 def test_static_argnums_and_argnames() -> None:
     def f(x: Any, n: int, *, mode: str) -> Any:
         y = x * n
@@ -181,6 +192,6 @@ def test_unsupported_op_is_located_in_the_python_source() -> None:
 def test_unhashable_static_argument_is_a_clear_error() -> None:
     from tensorlang.diagnostics import TlcError
 
-    f = tlc_jax.jit(lambda x, shape: x.reshape(shape), static_argnums=1)
-    with pytest.raises(TlcError, match="static arguments must be hashable, got list"):
+    f = tlc_jax.jit(functools.partial(jnp.reshape), static_argnums=1)
+    with pytest.raises(TlcError, match="partial: static arguments must be hashable, got list"):
         f(_random(6), [2, 3])
