@@ -217,6 +217,9 @@ _TABLE: list[OpDef] = [
     OpDef("stablehlo.all_reduce", ("operands*",),
           ("replica_groups", "channel_handle", "use_global_device_ids"), ("computation",),
           VARIADIC, syntax="generic"),
+    OpDef("stablehlo.collective_reduce", ("operands*",),
+          ("replica_groups", "channel_handle", "use_global_device_ids"), ("computation",),
+          VARIADIC, syntax="generic"),
     OpDef("stablehlo.reduce_scatter", ("operand",),
           ("scatter_dimension", "replica_groups", "channel_handle", "use_global_device_ids"),
           ("computation",), syntax="generic"),
@@ -246,6 +249,11 @@ _TABLE: list[OpDef] = [
           ("max_ulp_difference", "min_ulp_difference"), results=0, syntax="check!"),
     OpDef("check.expect_serialized_eq", ("actual",), ("probe_id", "iter"), results=0,
           syntax="check!"),
+    # the reference interpreter's own ops (tlc interpret: backend_opencl/interpret.py)
+    OpDef("interpreter.print", ("operand",), results=0, types="types"),
+    OpDef("interpreter.probe", ("operand",), ("probe_id",), syntax="probe!"),
+    OpDef("interpreter.run_parallel", ("inputs*",), ("programs", "infeed"), (), VARIADIC,
+          syntax="generic"),
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _TABLE}

@@ -10,10 +10,15 @@ chains fuse across calls and use counts are per call site.  The module is not mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from tensorlang.diagnostics import CompileError
 
 CALLS = ("func.call", "stablehlo.composite")
+NATIVE_COMPOSITES: dict[str, Callable[[Op], Op | None]] = {}
+"""Composite names lowered as an op of their own instead of their decomposition: the
+function turns the composite into that op (None keeps the decomposition)."""
 
 
 def inline_calls(module: Module, func: Func) -> Region:
@@ -50,6 +55,9 @@ class _Inliner:
     def ops(self, ops: list[Op], into: Block, subst: dict[Value, Value]) -> None:
         """Append copies of ``ops`` to ``into``, inlining calls."""
         for op in ops:
+            native = NATIVE_COMPOSITES.get(str(op.attr("name"))) \
+                if op.name == "stablehlo.composite" else None
+            op = (native(op) or op) if native else op
             if op.name in CALLS:
                 self.inline(op, into, subst)
             else:

@@ -15,6 +15,7 @@ from frontend.ir.types import format_results
 from frontend.syntax import formats
 from frontend.syntax.custom_base import finish, ftype, ints
 from frontend.syntax.formats import I32, I64, attr_dict, glue
+from frontend.syntax.interpreter_ops import parse_probe, print_probe
 from frontend.syntax.regions import (
     parse_convolution,
     parse_reduce,
@@ -151,6 +152,8 @@ def parse_check(p: Parser, opdef: OpDef, loc: Loc) -> Op:
             kind, text = p.kind, p.advance()
             attrs[key] = A.FloatAttr(float(text)) if kind == "FLOAT" else \
                 A.IntAttr(int_value(text))
+        elif p.kind == "STRING":  # not parse_attr: it reads ': type' as the string's type
+            attrs[key] = A.StrAttr(p.advance()[1:-1])
         else:
             attrs[key] = p.parse_attr()
     p.expect(":")
@@ -273,6 +276,7 @@ PARSERS = {
     "top_k!": parse_top_k, "check!": parse_check, "slice!": parse_slice,
     "dot_general!": parse_dot_general, "convolution!": parse_convolution,
     "reduce!": parse_reduce, "while!": parse_while, "scan!": parse_scan,
+    "probe!": parse_probe,
 }
 PRINTERS = {
     "constant!": print_constant, "reduce_precision!": print_reduce_precision,
@@ -280,4 +284,5 @@ PRINTERS = {
     "top_k!": print_top_k, "check!": print_check, "slice!": print_slice,
     "dot_general!": print_dot_general, "convolution!": print_convolution,
     "reduce!": print_reduce, "while!": print_while, "scan!": print_scan,
+    "probe!": print_probe,
 }

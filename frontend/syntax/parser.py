@@ -18,7 +18,7 @@ from frontend.syntax.attrparse import AttrParser
 from frontend.syntax.lexer import nested
 from tensorlang.diagnostics import CompileError, Loc, Source, note
 
-KNOWN_DIALECTS = ("stablehlo.", "chlo.", "func.", "check.")
+KNOWN_DIALECTS = ("stablehlo.", "chlo.", "func.", "check.", "interpreter.")
 _FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d{1,9}):(\d{1,9})\b')
 _RESOURCE = re.compile(r'([\w.$\-]+)\s*:\s*"(0x[0-9a-fA-F]*)"')
 _LOC_REF = re.compile(r"#[A-Za-z_][\w$.\-]*")
@@ -314,8 +314,8 @@ class Parser(AttrParser):
         if name in OPS:
             self.error(f"'{name}' has no pretty form here; use the generic form")
         if not name.startswith(KNOWN_DIALECTS):
-            self.error(f"unknown operation '{name}' (only stablehlo, chlo, func and check "
-                       f"ops are supported)")
+            self.error(f"unknown operation '{name}' (only stablehlo, chlo, func, check "
+                       f"and interpreter ops are supported)")
         self.error(f"unknown operation '{name}'")
 
     def _result_names(self) -> list[tuple[str, int, int]]:

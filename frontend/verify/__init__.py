@@ -13,12 +13,14 @@ from frontend.ir.core import Func, Module, Op, Region
 from frontend.ir.ops import ATTR_KINDS, OPS, VARIADIC, required_attrs
 from frontend.ir.types import format_results
 from frontend.verify import (  # noqa: F401 - modules register their verifiers
+    chlo_ops,
     collective,
     control,
     dot,
     dynamic,
     elementwise,
     gather,
+    interpreter_ops,
     misc,
     shape,
     values,

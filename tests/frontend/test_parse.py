@@ -107,7 +107,7 @@ def test_verifier_errors_point_at_the_source_location_too() -> None:
     ("func.func @f() {\n  %0 = stablehlo.constant dense<1> : tensor<f32>\n", "3:1",
      "expected '}' to close the region, found end of input"),
     ('func.func @f() {\n  "foo.bar"() : () -> ()\n}\n', "2:3",
-     "unknown operation 'foo.bar' (only stablehlo, chlo, func and check ops"),
+     "unknown operation 'foo.bar' (only stablehlo, chlo, func, check and interpreter ops"),
     ("module {\n  sdy.mesh mesh = <[]>\n}\n", "2:12", "expected a mesh name, found 'mesh'"),
     ("module {\n  sdy.mesh @mesh = [\"x\"=2]\n}\n", "2:20",
      "expected '<' to start the mesh, found '['"),

@@ -1,0 +1,103 @@
+"""chlo.scan with a body elementwise over the slice: one kernel, a sequential loop per
+slice element.
+
+``chlo.scan`` runs its body once per index ``i`` along ``dimension`` (from the end with
+``is_reverse``): ``(outs..., carries...) = body(inputs[..., i, ...]..., carries...)``;
+the outputs are the ``outs`` stacked along ``dimension``, then come the final carries.
+When every value of the body has the slice's shape and every op of it is elemental (the
+common cumulative sum / max / argmax bodies), element ``j`` of every slice depends only
+on element ``j`` of the inputs' slices and of the carries, so each work-item takes slice
+elements (``foreach_nd`` over the slice shape, :meth:`KernelBuilder.elements_nd`) and
+walks the scanned dimension with the carries in registers, storing each step's outputs.
+Other bodies (matrix products, reductions over the slice) are refused with a diagnostic.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from frontend.ir.core import Op, Value
+from frontend.lower import types
+from frontend.lower.builder import IndexExpr, groups_nd
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.registry import ELEMENTAL, kernel
+from tensorlang.diagnostics import CompileError
+
+
+def _slice_shape(op: Op, dim: int) -> tuple[int, ...]:
+    """The shape every body value must have (the inputs' shape without ``dim``)."""
+    inits = op.operand_group("inits")
+    inputs = op.operand_group("inputs")
+    if inputs:
+        shape = types.shape(inputs[0])
+        return tuple(shape[:dim]) + tuple(shape[dim + 1:])
+    return tuple(types.shape(inits[0])) if inits else ()
+
+
+def _pointwise(op: Op, shape: tuple[int, ...]) -> bool:
+    """Every body value has ``shape`` and every body op is elemental."""
+    block = op.regions[0].block
+    values: list[Value] = list(block.args) + list(op.operand_group("inits"))
+    for o in block.ops[:-1]:
+        if o.name not in ELEMENTAL or o.regions:
+            return False
+        values += list(o.results)
+    return all(tuple(types.shape(v)) == shape for v in values)
+
+
+@kernel("chlo.scan")
+def scan(lw: FuncLowering, op: Op) -> None:
+    """The scan as one kernel over the slice elements (see the module docstring)."""
+    dim = int(op.attr("dimension", 0))
+    shape = _slice_shape(op, dim)
+    if not _pointwise(op, shape):
+        raise CompileError.at(op.loc, "'chlo.scan' whose body is not elementwise over the "
+                              "slice is not supported yet")
+    inputs = op.operand_group("inputs")
+    length = types.shape(inputs[0])[dim] if inputs else 0
+    outs = [lw.buffer_for(r) for r in op.results]
+    if prod(shape) > 0:
+        _scan_kernel(lw, op, (dim, length, shape), outs)
+    for r, buf in zip(op.results, outs, strict=True):
+        lw.bind(r, buf)
+
+
+def _scan_kernel(lw: FuncLowering, op: Op, geometry: tuple[int, int, tuple[int, ...]],
+                 outs: list[int]) -> None:
+    """Emit and launch the kernel writing ``outs`` (outputs, then final carries)."""
+    dim, length, shape = geometry
+    inputs, inits = op.operand_group("inputs"), op.operand_group("inits")
+    n_out = len(op.results) - len(inits)
+    reverse = bool(op.attr("is_reverse", False))
+    with lw.kernel("scan") as (k, f):
+        with k.elements_nd(list(shape)) as idx:
+            start = [f.value(v, idx) for v in inits]
+            ctypes = [types.elem(v) for v in inits]
+            with k.loop(0, length, start, ctypes) as loop:
+                pos: IndexExpr = loop.var
+                if reverse:
+                    pos = k.isub(length - 1, loop.var)
+                full = [*idx[:dim], pos, *idx[dim:]]
+                args = [f.value(v, full) for v in inputs] + loop.carried
+                results = _body(f, op, args, idx)
+                for r, buf, x in zip(op.results[:n_out], outs, results, strict=False):
+                    rshape = types.shape(r)
+                    k.store(x, buf, types.elem(r), prod(rshape), k.linear(full, rshape))
+                loop.yields = results[n_out:]
+            for r, buf, x in zip(op.results[n_out:], outs[n_out:], loop.results, strict=True):
+                k.store(x, buf, types.elem(r), max(prod(shape), 1), k.linear(idx, shape))
+    lw.launch_last(groups_nd(list(shape)))
+
+
+def _body(f: Fused, op: Op, args: list[str], idx: list[IndexExpr]) -> list[str]:
+    """The body's results at slice element ``idx``, its arguments bound to ``args``."""
+    block = op.regions[0].block
+    saved = dict(f.bound)
+    for a, ssa in zip(block.args, args, strict=True):
+        f.bound[a] = ssa
+    for o in block.ops[:-1]:
+        types.check_op_types(o)
+    results = [f.value(r, idx) for r in block.ops[-1].operands]
+    f.bound = saved
+    return results

@@ -1,0 +1,144 @@
+"""chlo.ragged_dot in its three modes against a numpy reference (random data, group
+sizes that leave rows over, per-batch sizes, f16), JAX's ``jax.lax.ragged_dot`` export
+(a ``stablehlo.composite "chlo.ragged_dot"``) against JAX itself, and the suite file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frontend
+from tests.lowering.conftest import run
+from tests.lowering.interpret_files import interpret_failures
+
+RNG = np.random.default_rng(11)
+
+
+def _dims(lb: list[int], rb: list[int], lc: list[int], rc: list[int], ragged: int,
+          group: list[int]) -> str:
+    return (f"#chlo.ragged_dot<lhs_batching_dimensions = {lb}, rhs_batching_dimensions = "
+            f"{rb}, lhs_contracting_dimensions = {lc}, rhs_contracting_dimensions = {rc}, "
+            f"lhs_ragged_dimensions = [{ragged}], rhs_group_dimensions = {group}>")
+
+
+def _program(shapes: list[tuple[int, ...]], types: list[str], out: tuple[int, ...],
+             dims: str) -> str:
+    ts = [f"tensor<{'x'.join(map(str, s))}x{t}>" for s, t in zip(shapes, types, strict=True)]
+    to = f"tensor<{'x'.join(map(str, out))}x{types[0]}>"
+    return f"""func.func public @main(%l: {ts[0]}, %r: {ts[1]}, %g: {ts[2]}) -> {to} {{
+  %0 = "chlo.ragged_dot"(%l, %r, %g) {{ragged_dot_dimension_numbers = {dims}}}
+      : ({ts[0]}, {ts[1]}, {ts[2]}) -> {to}
+  return %0 : {to}
+}}
+"""
+
+
+def _starts(sizes: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def test_non_contracting_grouped_gemm() -> None:
+    """lhs [m, k], rhs [g, k, n]: rows in consecutive groups; rows past the sizes are 0."""
+    m, k, n, g = 37, 19, 23, 5
+    lhs = RNG.standard_normal((m, k)).astype(np.float32)
+    rhs = RNG.standard_normal((g, k, n)).astype(np.float32)
+    sizes = np.array([9, 0, 14, 3, 6], np.int32)  # 32 of 37 rows; an empty group
+    text = _program([(m, k), (g, k, n), (g,)], ["f32", "f32", "i32"], (m, n),
+                    _dims([], [], [1], [1], 0, [0]))
+    (got,) = run(text, lhs, rhs, sizes)
+    want = np.zeros((m, n), np.float32)
+    s = _starts(sizes)
+    for j in range(g):
+        want[s[j]:s[j + 1]] = lhs[s[j]:s[j + 1]] @ rhs[j]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_non_contracting_with_batch_and_per_batch_sizes() -> None:
+    """lhs [b, m, k], rhs [k, b, g, n] (group dimension 2), sizes [b, g]."""
+    b, m, k, n, g = 2, 13, 7, 6, 3
+    lhs = RNG.standard_normal((b, m, k)).astype(np.float32)
+    rhs = RNG.standard_normal((k, b, g, n)).astype(np.float32)
+    sizes = np.array([[4, 4, 5], [0, 10, 2]], np.int64)
+    text = _program([(b, m, k), (k, b, g, n), (b, g)], ["f32", "f32", "i64"], (b, m, n),
+                    _dims([0], [1], [2], [0], 1, [2]))
+    (got,) = run(text, lhs, rhs, sizes)
+    want = np.zeros((b, m, n), np.float32)
+    for i in range(b):
+        s = _starts(sizes[i])
+        for j in range(g):
+            want[i, s[j]:s[j + 1]] = lhs[i, s[j]:s[j + 1]] @ rhs[:, i, j, :]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_contracting_mode_gives_a_product_per_group() -> None:
+    """lhs [m, k], rhs [k, n], ragged k: result [g, m, n], group j summing its k range."""
+    m, k, n, g = 9, 20, 11, 4
+    lhs = RNG.standard_normal((m, k)).astype(np.float32)
+    rhs = RNG.standard_normal((k, n)).astype(np.float32)
+    sizes = np.array([6, 0, 9, 3], np.int32)  # 18 of 20
+    text = _program([(m, k), (k, n), (g,)], ["f32", "f32", "i32"], (g, m, n),
+                    _dims([], [], [1], [0], 1, []))
+    (got,) = run(text, lhs, rhs, sizes)
+    s = _starts(sizes)
+    want = np.stack([lhs[:, s[j]:s[j + 1]] @ rhs[s[j]:s[j + 1]] for j in range(g)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_mode_is_a_batched_product() -> None:
+    b, m, k, n, g = 4, 5, 6, 7, 2
+    lhs = RNG.standard_normal((b, m, k)).astype(np.float32)
+    rhs = RNG.standard_normal((b, k, n)).astype(np.float32)
+    sizes = np.array([1, 3], np.int32)
+    text = _program([(b, m, k), (b, k, n), (g,)], ["f32", "f32", "i32"], (b, m, n),
+                    _dims([0], [0], [2], [1], 0, []))
+    (got,) = run(text, lhs, rhs, sizes)
+    np.testing.assert_allclose(got, lhs @ rhs, rtol=1e-5, atol=1e-5)
+
+
+def test_f16_accumulates_in_f32() -> None:
+    m, k, n, g = 8, 64, 4, 2
+    lhs = RNG.standard_normal((m, k)).astype(np.float16)
+    rhs = RNG.standard_normal((g, k, n)).astype(np.float16)
+    sizes = np.array([3, 5], np.int32)
+    text = _program([(m, k), (g, k, n), (g,)], ["f16", "f16", "i32"], (m, n),
+                    _dims([], [], [1], [1], 0, [0]))
+    (got,) = run(text, lhs, rhs, sizes)
+    l32, r32 = lhs.astype(np.float32), rhs.astype(np.float32)
+    want = np.concatenate([l32[:3] @ r32[0], l32[3:] @ r32[1]]).astype(np.float16)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
+                               atol=2e-3)
+
+
+def test_wrong_group_sizes_shape_is_a_diagnostic() -> None:
+    text = _program([(8, 4), (3, 4, 5), (2,)], ["f32", "f32", "i32"], (8, 5),
+                    _dims([], [], [1], [1], 0, [0]))
+    with pytest.raises(frontend.CompileError, match="group_sizes must have shape 3"):
+        frontend.parse(text)
+
+
+def test_jax_ragged_dot_export_runs_and_matches_jax() -> None:
+    """JAX's GPU export is a composite with a per-group decomposition; tlc lowers the
+    composite as chlo.ragged_dot (one grouped kernel) and matches JAX on the CPU."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax import export, lax
+
+    m, k, n, g = 24, 16, 8, 3
+    lhs = RNG.standard_normal((m, k)).astype(np.float32)
+    rhs = RNG.standard_normal((g, k, n)).astype(np.float32)
+    sizes = np.array([10, 4, 7], np.int32)
+    f = jax.jit(lambda a, b, s: lax.ragged_dot(a, b, s))
+    specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (lhs, rhs, sizes)]
+    text = export.export(f, platforms=["cuda"])(*specs).mlir_module()
+    assert 'stablehlo.composite "chlo.ragged_dot"' in text
+    from frontend.lower import lower_function
+
+    kernels = lower_function(frontend.parse(text), "main").kernels
+    assert kernels.count("func @") == 1 and "_ragged_dot(" in kernels  # one grouped kernel
+    (got,) = run(text, lhs, rhs, sizes)
+    want = np.asarray(f(jnp.asarray(lhs), jnp.asarray(rhs), jnp.asarray(sizes)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_interpret_file() -> None:
+    assert interpret_failures("chlo/ragged_dot") == {}
