@@ -62,13 +62,17 @@ def mpiexec_command(n: int, argv: list[str], mpiexec: str | None = None) -> list
     return cmd + argv
 
 
-def child_environment() -> dict[str, str]:
+def child_environment(ranks: int = 1) -> dict[str, str]:
     """This environment without the variables of an enclosing MPI job (a nested launch
-    would join it), with Open MPI allowed to run as root."""
+    would join it), with Open MPI allowed to run as root and, for ``ranks`` local ranks,
+    PoCL's CPU driver given a share of the cores each (unless POCL_CPU_MAX_CU_COUNT is
+    set): ranks that each start a thread per core fight over the cores."""
     env = {k: v for k, v in os.environ.items()
            if k not in MPI_ENV and not k.startswith(("PMI_", "PMIX_", "OMPI_", "HYDRA_"))}
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    if ranks > 1:
+        env.setdefault("POCL_CPU_MAX_CU_COUNT", str(max(1, (os.cpu_count() or 1) // ranks)))
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     return env
@@ -82,7 +86,7 @@ def run_job(job: dict[str, Any], n: int, timeout_s: float) -> list[Any]:
         cmd = mpiexec_command(n, [sys.executable, "-m", "backend_opencl.distributed.worker",
                                   folder])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=child_environment(), start_new_session=True)
+                                text=True, env=child_environment(n), start_new_session=True)
         try:
             output, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -4,13 +4,20 @@ collectives on the host over MPI."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import numpy as np
 
 from backend_opencl.distributed.collectives import Context, run_host_op
 from backend_opencl.distributed.grid import ProcessGrid
-from backend_opencl.distributed.segments import DeviceStep, SegmentedFunc, is_data, segment
+from backend_opencl.distributed.segments import (
+    ControlStep,
+    DeviceStep,
+    SegmentedFunc,
+    is_data,
+    segment,
+)
 from backend_opencl.distributed.transport import Transport
 from frontend.ir.core import Module, Value, walk
 from frontend.ir.types import TensorType
@@ -67,6 +74,9 @@ class RankProgram:
         self.func: SegmentedFunc = segment(module, name, grid)
         self.ctx = Context(grid, transport, device, receivers or {})
         self.executables: dict[int, Any] = {}
+        self.stats = {"segments_s": 0.0, "collectives_s": 0.0}
+        """Seconds spent so far in device segments (launches, copies, waits included) and
+        in host collectives (MPI transfers, waiting for the other ranks included)."""
 
     @property
     def num_args(self) -> int:
@@ -93,16 +103,50 @@ class RankProgram:
     def __call__(self, *inputs: Any) -> list[np.ndarray | None]:
         """Run this process's program; collectives wait for the other processes."""
         env = self._bind(inputs)
-        for step in self.func.steps:
+        self._run_steps(self.func, env)
+        self.ctx.transport.finish()
+        return [np.asarray(env[v]) if is_data(v) else None for v in self.func.returns]
+
+    def _run_steps(self, func: SegmentedFunc, env: dict[Value, Any]) -> None:
+        """Run ``func``'s steps, adding what they define to ``env``."""
+        for step in func.steps:
+            start = time.perf_counter()
             if isinstance(step, DeviceStep):
                 results = self._executable(step)(*[env[v] for v in step.inputs])
                 env.update(zip(step.outputs, results, strict=False))
+                self.stats["segments_s"] += time.perf_counter() - start
+            elif isinstance(step, ControlStep):
+                env.update(zip(step.op.results, self._control(step, env), strict=True))
             else:
                 args = [env.get(v) for v in step.op.operands]
                 env.update(zip(step.op.results, run_host_op(step.op, args, self.ctx),
                                strict=True))
-        self.ctx.transport.finish()
-        return [np.asarray(env[v]) if is_data(v) else None for v in self.func.returns]
+                self.stats["collectives_s"] += time.perf_counter() - start
+
+    def _region(self, region: SegmentedFunc, env: dict[Value, Any], args: list[Any]
+                ) -> list[Any]:
+        """The values ``region`` yields for block arguments ``args``."""
+        inner = dict(env)
+        inner.update(zip(region.args, args, strict=True))
+        self._run_steps(region, inner)
+        return [inner.get(v) if is_data(v) else None for v in region.returns]
+
+    def _control(self, step: ControlStep, env: dict[Value, Any]) -> list[Any]:
+        """``while`` / ``if`` / ``case`` run by the host (its regions exchange data)."""
+        op, regions = step.op, step.regions
+        operands = [env.get(v) for v in op.operands]
+        if op.name == "stablehlo.while":
+            cond, body = regions
+            while bool(np.asarray(self._region(cond, env, operands)[0])):
+                operands = self._region(body, env, operands)
+            return operands
+        if op.name == "stablehlo.if":
+            branch = regions[0] if bool(np.asarray(operands[0])) else regions[1]
+            return self._region(branch, env, [])
+        index = int(np.asarray(operands[0]))
+        if not 0 <= index < len(regions):  # the spec: out of range runs the last branch
+            index = len(regions) - 1
+        return self._region(regions[index], env, [])
 
     def _bind(self, inputs: tuple[Any, ...]) -> dict[Value, Any]:
         args = self.func.args

@@ -50,12 +50,23 @@ class HostStep:
 
 @dataclass
 class SegmentedFunc:
-    """A function as steps; ``args`` and ``returns`` are the values of its signature."""
+    """A function (or a region) as steps; ``args`` and ``returns`` are the values of its
+    signature (block arguments and the terminator's operands)."""
 
     name: str
     args: list[Value]
     returns: list[Value]
-    steps: list[DeviceStep | HostStep] = field(default_factory=list)
+    steps: list[DeviceStep | HostStep | ControlStep] = field(default_factory=list)
+
+
+@dataclass
+class ControlStep:
+    """A ``while`` / ``if`` / ``case`` whose regions exchange data between processes: the
+    host runs it, each region as its own steps (values of enclosing scopes are read from
+    the enclosing environment)."""
+
+    op: Op
+    regions: list[SegmentedFunc]
 
 
 def is_data(v: Value) -> bool:
@@ -70,13 +81,26 @@ def segment(module: Module, name: str, grid: ProcessGrid) -> SegmentedFunc:
         raise TlcError(f"error: no function @{name} with a body in the module")
     body = inline_calls(module, func).block
     _bind_process_ids(body, grid)
-    *ops, ret = body.ops
+    return _segment_block(body, name, func)
+
+
+def _segment_block(block: Block, name: str, func: Func) -> SegmentedFunc:
+    """``block`` as steps (its terminator gives the results)."""
+    *ops, ret = block.ops
     if ret.name not in _RETURNS:
         raise TlcError(f"error: @{name} does not end with a return")
     _check_host_ops_on_top(ops, name)
-    out = SegmentedFunc(name, list(body.args), list(ret.operands))
+    out = SegmentedFunc(name, list(block.args), list(ret.operands))
     out.steps = _steps(ops, ret, func)
     return out
+
+
+_CONTROL = ("stablehlo.while", "stablehlo.if", "stablehlo.case")
+
+
+def _exchanges(op: Op) -> bool:
+    """True when an op's regions hold ops that exchange data between processes."""
+    return any(o.name in HOST_OPS for r in op.regions for o in walk(r))
 
 
 def _bind_process_ids(block: Block, grid: ProcessGrid) -> None:
@@ -93,28 +117,36 @@ def _bind_process_ids(block: Block, grid: ProcessGrid) -> None:
 
 def _check_host_ops_on_top(ops: list[Op], name: str) -> None:
     for op in ops:
+        if op.name in _CONTROL:  # the host runs them when they exchange data
+            continue
         for region in op.regions:
             nested = next((o for o in walk(region) if o.name in HOST_OPS), None)
             if nested is not None:
                 raise TlcError(f"{nested.loc}: error: '{nested.name}' inside "
                                f"'{op.name}' across several processes is not supported "
-                               "yet (collectives must be at the top level of "
-                               f"@{name} or of the functions it calls)")
+                               "(collectives must be at the top level of a function or "
+                               "of a while / if / case region)")
 
 
-def _steps(ops: list[Op], ret: Op, func: Func) -> list[DeviceStep | HostStep]:
+def _steps(ops: list[Op], ret: Op, func: Func) -> list[DeviceStep | HostStep | ControlStep]:
     """Group ``ops`` into runs, then keep what a later step or the return needs."""
     runs: list[list[Op] | Op] = []
     for op in ops:
-        if op.name in HOST_OPS:
+        if op.name in HOST_OPS or (op.name in _CONTROL and _exchanges(op)):
             runs.append(op)
         elif runs and isinstance(runs[-1], list):
             runs[-1].append(op)
         else:
             runs.append([op])
     needed = {v for v in ret.operands if is_data(v)}
-    steps: list[DeviceStep | HostStep] = []
+    steps: list[DeviceStep | HostStep | ControlStep] = []
     for run in reversed(runs):
+        if isinstance(run, Op) and run.name in _CONTROL:
+            needed.update(v for v in _free_values([run]) if is_data(v))
+            regions = [_segment_block(r.block, f"{func.name} {run.name} region", func)
+                       for r in run.regions]
+            steps.append(ControlStep(run, regions))
+            continue
         if isinstance(run, Op):
             needed.update(v for v in run.operands if is_data(v))
             steps.append(HostStep(run))
