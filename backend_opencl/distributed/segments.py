@@ -163,11 +163,10 @@ def _device_step(run: list[Op], needed: set[Value], func: Func) -> DeviceStep | 
     defines none and has no effects)."""
     defined = [r for op in run for r in op.results]
     outputs = [v for v in defined if v in needed and is_data(v)]
-    if not outputs and not any(op.name.startswith(_EFFECTS) for op in walk(Region([
-            Block(ops=run)]))):
+    ops = _live(run, set(outputs))
+    if not ops:
         return None
-    inputs = _free_values(run)
-    ops = list(run)
+    inputs = _free_values(ops)
     for v in [v for v in inputs if not is_data(v)]:  # a token from outside: a fresh one
         token = Op("stablehlo.after_all", [], [v.type], {}, [], run[0].loc)
         token.results = [Value(v.type, token, 0, "token", run[0].loc)]
@@ -180,6 +179,17 @@ def _device_step(run: list[Op], needed: set[Value], func: Func) -> DeviceStep | 
                 Region([Block(args=inputs, ops=ops + [ret])]), func.loc)
     text = str(Module(None, {}, [main], func.loc))
     return DeviceStep(text, inputs, outputs)
+
+
+def _live(run: list[Op], live: set[Value]) -> list[Op]:
+    """The ops of ``run`` that compute ``live`` values or have effects, in order."""
+    kept: list[Op] = []
+    for op in reversed(run):
+        effects = any(o.name.startswith(_EFFECTS) for o in walk(Region([Block(ops=[op])])))
+        if effects or any(r in live for r in op.results):
+            kept.append(op)
+            live.update(_free_values([op]))
+    return kept[::-1]
 
 
 def _free_values(run: list[Op]) -> list[Value]:
