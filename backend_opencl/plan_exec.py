@@ -7,15 +7,22 @@ queue (results are read back without blocking, one wait for all of them).
 
 Arguments: on a CPU device (``memory.host_alignment``) pooled buffers are host memory
 (``CL_MEM_USE_HOST_PTR``), so arguments are copied in and small results out by memcpy;
-a C-contiguous numpy argument of at least ``IN_PLACE_BYTES``, aligned to the device's
-base address alignment and never written by the plan, is bound in place (no copy), and
-results of that size are fresh host arrays the kernels write into.  Elsewhere numpy
-arguments are copied to pooled device buffers without waiting and results read back
-without blocking.  ``pyopencl.array.Array`` arguments (contiguous, of the device's
-context) stay on the device: used in place when the plan does not write them, else
-copied device-to-device.  Several threads may call one executable at once.
+a C-contiguous numpy argument of at least ``IN_PLACE_BYTES`` that the plan never writes
+is bound in place (no copy), and results of that size are fresh host arrays (aligned to
+the device's base address alignment) the kernels write into.  An argument bound in place
+gets a fresh read-only ``USE_HOST_PTR`` buffer per call, so it may sit at any
+element-aligned address: a driver that wanted its base alignment would copy it when the
+buffer is made, which is what tlc would otherwise do (PoCL 3.1 copies nothing: measured
+at offsets of 4 to 128 bytes on 16 MiB arrays).  Elsewhere numpy arguments are copied
+to pooled device buffers without waiting and results read back without blocking.
+``pyopencl.array.Array`` arguments (contiguous, of the device's context) stay on the
+device: used in place when the plan does not write them, else copied device-to-device.
+Several threads may call one executable at once.
 
-The plan is resolved once per executable into a tree of step functions: a launch whose
+A straight-line plan (launches of flat-buffer kernels, copies, frees: most programs) runs
+as prepared frames (:mod:`backend_opencl.plan_frame`): buffers assigned and kernel
+arguments set once, a warm call only binds its parameters and enqueues.  Other plans are
+resolved once per executable into a tree of step functions: a launch whose
 arguments are all plain buffers (the lowering's flat memrefs; no bounds guards) binds its
 device arrays straight to a kernel object of its own and is enqueued without waiting (the
 queue is in order; reading results back waits for it).  Other launches go through the
@@ -35,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl import plan_loops
+from backend_opencl import plan_frame, plan_loops
 from backend_opencl.module import NUMPY_DTYPES, max_allocation
 from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
@@ -49,6 +56,9 @@ IN_PLACE_BYTES = 1 << 16
 """Smallest argument or result bound in place: on PoCL a ``USE_HOST_PTR`` buffer costs
 about what a small copy does (an implicit migration command); above this size the copy's
 memcpy dominates (measured on the mlp and batched-GEMM examples)."""
+
+FRAMES_ENV = "TLC_FRAMES"
+"""Set to 0 to run straight-line plans step by step instead of as prepared frames."""
 
 Pool = dict[tuple[str, int], list[Any]]
 StepFn = Callable[["_Run"], None]
@@ -72,31 +82,64 @@ class Executable:
         self._lock = threading.Lock()
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
         self._written: frozenset[int] | None = None
+        self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         start = time.perf_counter()
         args = self.check(arrays)
         if self._steps is None:
-            with self._lock:  # once, even when the first calls are concurrent
-                if self._steps is None:
-                    self._check_sizes()
-                    self._written = _written(self.plan.steps, self.module)
-                    self._steps = _Resolver(self).steps(self.plan.steps)
-        run = _Run(self, self._take_pool())
+            self._resolve()
+        profiling = profile.enabled()
+        frames = self._frames
+        run: Any = frames.take() if frames is not None else _Run(self, self._take_pool())
         try:
             for bid, arg in zip(self.plan.params, args, strict=True):
-                self._bind(run, bid, arg)
+                self._bind(run, bid, arg, profiling)
             hosts = [self._result_host(run, bid) if direct else None
                      for bid, direct in zip(self.plan.results, self._in_place_results,
                                             strict=True)]
-            run.steps(self._steps)
-            out = self._collect(run, hosts)
+            if frames is not None:
+                run.run(profiling)
+            else:
+                run.steps(self._steps)
+            out = self._collect(run, hosts, profiling)
+        except BaseException:
+            self.device.queue.finish()  # nothing in flight reads memory dropped below
+            raise
         finally:
-            self._give_back(run)
-        if profile.enabled():
+            if frames is not None:
+                frames.give(run)
+            else:
+                self._give_back(run)
+        if profiling:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
+
+    def _resolve(self) -> None:
+        """Resolve the plan once (even when the first calls are concurrent): its step
+        functions and, for a straight-line plan, its prepared frames."""
+        with self._lock:
+            if self._steps is None:
+                self._check_sizes()
+                self._written = _written(self.plan.steps, self.module)
+                resolver = _Resolver(self)
+                self._frames = self._prepared_frames(resolver)
+                self._steps = () if self._frames else resolver.steps(self.plan.steps)
+
+    def _prepared_frames(self, resolver: _Resolver) -> plan_frame.Frames | None:
+        """The frames of a straight-line plan (None: the plan has host control flow or a
+        launch that needs the checked kernel call; ``TLC_FRAMES=0`` turns them off)."""
+        plan = self.plan
+        if os.environ.get(FRAMES_ENV) == "0" or not plan_frame.straight_line(
+                plan, resolver.direct_launch):
+            return None
+        dynamic = frozenset(plan.params) | {bid for bid, direct in
+                                            zip(plan.results, self._in_place_results,
+                                                strict=True) if direct}
+        constants = frozenset(bid for bid, b in enumerate(plan.buffers) if b.init is not None)
+        layout = plan_frame.Layout(plan, dynamic, constants)
+        return plan_frame.Frames(self, layout, fresh=lambda: POISON) if layout.ok else None
 
     def _check_sizes(self) -> None:
         """LaunchError when a buffer of the plan exceeds the device's largest allocation
@@ -118,7 +161,7 @@ class Executable:
                      and plan.buffer(bid).size * self._storage[bid].itemsize
                      >= IN_PLACE_BYTES for bid in plan.results)
 
-    def _bind(self, run: _Run, bid: int, arg: Any) -> None:
+    def _bind(self, run: Any, bid: int, arg: Any, profiling: bool) -> None:
         """Make ``arg`` (checked) the contents of parameter buffer ``bid``."""
         written = bid in (self._written or ())
         if memory.is_device_array(arg):
@@ -129,13 +172,13 @@ class Executable:
             return
         host = arg.astype(self._storage[bid], copy=False)
         if self._align and not written and host.nbytes >= IN_PLACE_BYTES \
-                and host.flags.c_contiguous and host.ctypes.data % self._align == 0:
+                and host.flags.c_contiguous and host.flags.aligned:  # any address: see top
             run.borrow(bid, buffers.HostArray(self.device, host.reshape(-1), writes=False))
             return
         target = run.get(bid)
         if isinstance(target, buffers.HostArray):  # host memory: a memcpy, no command
             target.host[:host.size] = host.reshape(-1)
-            if profile.enabled():
+            if profiling:
                 profile.PROFILE.moved(to_device=host.nbytes)
             return
         run.keep.append(host)  # alive until the upload has run
@@ -158,13 +201,14 @@ class Executable:
             host[...] = 0xFF
         return host.view(dtype)
 
-    def _result_host(self, run: _Run, bid: int) -> np.ndarray:
+    def _result_host(self, run: Any, bid: int) -> np.ndarray:
         """A fresh host array that is result buffer ``bid`` for this call (in place)."""
         host = self._host_array(bid)
         run.borrow(bid, buffers.HostArray(self.device, host, writes=True))
         return host
 
-    def _collect(self, run: _Run, hosts: list[np.ndarray | None]) -> tuple[np.ndarray, ...]:
+    def _collect(self, run: Any, hosts: list[np.ndarray | None],
+                 profiling: bool) -> tuple[np.ndarray, ...]:
         """The results, after one wait: results bound in place are already in their
         arrays, device results are read back without blocking first, and results in
         pooled host memory are copied out after the wait."""
@@ -178,17 +222,18 @@ class Executable:
             flats.append((arr.host, True) if pooled else (host, False))
         launch.finish(queue, last)
         run.keep.clear()
-        return tuple(self._result(bid, flat, copy, dtype) for bid, (flat, copy), dtype
+        return tuple(self._result(bid, flat, copy, dtype, profiling) for bid, (flat, copy), dtype
                      in zip(self.plan.results, flats, self.result_dtypes, strict=True))
 
-    def _result(self, bid: int, flat: np.ndarray, copy: bool, dtype: Any) -> np.ndarray:
+    def _result(self, bid: int, flat: np.ndarray, copy: bool, dtype: Any,
+                profiling: bool) -> np.ndarray:
         """Result ``bid`` shaped and typed from its flat host array (a copy when the
         array is pooled memory)."""
         b = self.plan.buffer(bid)
         out = flat[:b.size].reshape(b.shape)
         if copy:
             out = out.copy()
-            if profile.enabled():
+            if profiling:
                 profile.PROFILE.moved(to_host=out.nbytes)
         return out.astype(dtype, copy=False)
 
@@ -284,16 +329,17 @@ class _Resolver:
         """A launch: bound directly when every argument is a plain buffer, else checked."""
         kernel = self.exe.module.kernels[step.kernel]
         args, groups = step.args, step.num_groups
-        if not self._direct(kernel.info, args):
+        if not self.direct_launch(step):
             return lambda run: kernel(*[run.checked(b) for b in args], num_groups=groups)
         run_kernel = launch.prepared(self.exe.device.queue, self.exe.module.program,
                                      kernel.info.c_name, groups,
                                      kernel.info.plan.work_group_size, kernel.name)
         return lambda run: run_kernel([run.get(b) for b in args])
 
-    def _direct(self, info: Any, args: tuple[int, ...]) -> bool:
-        """True when the kernel takes exactly these buffers as flat memrefs of their dtype
-        and size (one pointer parameter each) and has no bounds guards."""
+    def direct_launch(self, step: Launch) -> bool:
+        """True when the launch's kernel takes exactly its buffers as flat memrefs of their
+        dtype and size (one pointer parameter each) and has no bounds guards."""
+        info, args = self.exe.module.kernels[step.kernel].info, step.args
         if info.guards or len(info.abi) != len(args):
             return False
         for arg, bid in zip(info.abi, args, strict=True):

@@ -1,0 +1,214 @@
+"""Prepared calls of a straight-line plan: buffers assigned once, kernel arguments set once.
+
+A plan whose steps are only launches of flat-buffer kernels, copies and frees (every
+benchmark program but the host loops and branches) is resolved once into a
+:class:`Layout`: each buffer gets a *slot* (buffers whose lifetimes do not overlap share
+one when their dtype and size agree, as the executor's pool would have them share
+memory), and each step becomes an enqueue whose kernel arguments are known.  A
+:class:`Frame` is one set of slot arrays with kernel objects of its own whose arguments
+were set when the frame was made: a warm call takes a frame, binds its parameters,
+enqueues the prepared launches (``clEnqueueNDRangeKernel`` with prebuilt tuples, nothing
+allocated per launch) and gives the frame back after one wait.
+
+Only parameters and results bound in place (:mod:`backend_opencl.plan_exec`: the caller's
+memory, or a fresh result array) change between calls: the arguments of the kernels
+that take them are set again on each call.  Concurrent calls take different frames (a
+new one is made when all are in use), so a frame's kernel arguments are never shared
+between threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pyopencl as cl
+
+from backend_opencl.runtime import buffers, profile
+from tensorlang.plan import Copy, Free, Launch, Plan, Step
+
+Op = Callable[[], Any]
+
+
+class Layout:
+    """The slots of a straight-line plan's buffers and its steps in slot terms."""
+
+    def __init__(self, plan: Plan, dynamic: frozenset[int], constants: frozenset[int]) -> None:
+        """``dynamic``: buffers bound per call (parameters, results bound in place);
+        ``constants``: buffers holding a constant (shared by all frames, never a slot)."""
+        self.plan = plan
+        self.dynamic = dynamic
+        self.constants = constants
+        self.slot_of: dict[int, int] = {}
+        self.slot_bid: list[int] = []  # a buffer of each slot (its dtype and size)
+        self.ok = True
+        """False when the plan uses a buffer after freeing it (then no frames)."""
+        self._assign(set(plan.params), plan.steps, plan.results)
+        self.eager = tuple(sorted({s for b, s in self.slot_of.items() if b not in dynamic}))
+        """Slots some non-parameter buffer uses: allocated when a frame is made."""
+
+    def _assign(self, params: set[int], steps: tuple[Step, ...], results: tuple[int, ...]
+                ) -> None:
+        """Give every buffer a slot, replaying the plan's lifetimes (``Free`` returns a
+        slot for reuse by a later buffer of the same dtype and size)."""
+        live: set[int] = set()
+        free: dict[tuple[str, int], list[int]] = {}
+
+        def take(bid: int) -> None:
+            if bid in live or bid in self.constants:
+                return
+            if bid in self.dynamic and bid not in params:  # a result bound in place
+                return
+            if bid in self.slot_of:  # used after its Free
+                self.ok = False
+                return
+            b = self.plan.buffers[bid]
+            spare = free.get((b.dtype, b.size))
+            if spare:
+                self.slot_of[bid] = spare.pop()
+            else:
+                self.slot_of[bid] = len(self.slot_bid)
+                self.slot_bid.append(bid)
+            live.add(bid)
+
+        for bid in self.plan.params:
+            take(bid)
+        for step in steps:
+            if isinstance(step, Launch):
+                for bid in step.args:
+                    take(bid)
+            elif isinstance(step, Copy):
+                take(step.src)
+                take(step.dst)
+            else:
+                assert isinstance(step, Free), step
+                for bid in step.buffers:
+                    if bid in live:
+                        live.discard(bid)
+                        b = self.plan.buffers[bid]
+                        free.setdefault((b.dtype, b.size), []).append(self.slot_of[bid])
+        for bid in results:
+            take(bid)
+
+
+def straight_line(plan: Plan, direct: Callable[[Launch], bool]) -> bool:
+    """True when ``plan`` runs as prepared frames: launches (each ``direct``: flat buffer
+    arguments only), copies and frees, no host control flow."""
+    return all(isinstance(s, (Copy, Free)) or isinstance(s, Launch) and direct(s)
+               for s in plan.steps)
+
+
+class Frame:
+    """One call's buffers and prepared enqueues (see the module docstring); it stands
+    where the executor's per-call state does (``get``, ``borrow``, ``keep``)."""
+
+    def __init__(self, exe: Any, layout: Layout) -> None:
+        self.exe = exe
+        self.layout = layout
+        self.queue = exe.device.queue
+        self.slots: list[Any] = [None] * len(layout.slot_bid)
+        for slot in layout.eager:
+            self.slots[slot] = exe.new_buffer(layout.slot_bid[slot])
+        self.cur: list[Any] = [None] * len(exe.plan.buffers)
+        for bid in layout.constants:
+            self.cur[bid] = exe.constant(bid)
+        for bid, slot in layout.slot_of.items():
+            self.cur[bid] = self.slots[slot]
+        self.keep: list[Any] = []  # host arrays of uploads not yet waited for
+        self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
+        self.ops: list[Op] = []
+        self.labels: list[str] = []
+        for step in exe.plan.steps:
+            if isinstance(step, Launch):
+                self._launch(step)
+            elif isinstance(step, Copy):
+                self.ops.append(functools.partial(self._copy, step.dst, step.src))
+                self.labels.append("")
+
+    def _launch(self, step: Launch) -> None:
+        """A kernel object of this frame for ``step``, its static arguments set."""
+        info = self.exe.module.kernels[step.kernel].info
+        kernel = cl.Kernel(self.exe.module.program, info.c_name)
+        for index, bid in enumerate(step.args):
+            if bid in self.layout.dynamic:
+                self.uses[bid].append((kernel, index))
+            else:
+                kernel.set_arg(index, self.get(bid).base_data)
+        wgx, wgy = info.plan.work_group_size
+        self.ops.append(functools.partial(cl.enqueue_nd_range_kernel, self.queue, kernel,
+                                          (step.num_groups * wgx, wgy), (wgx, wgy)))
+        self.labels.append(step.kernel)
+
+    def _copy(self, dst: int, src: int) -> None:
+        buffers.copy(self.exe.device, self.get(dst), self.get(src))
+
+    def get(self, bid: int) -> Any:
+        """The array of buffer ``bid`` in this call (a parameter's slot is made on first
+        need: a parameter bound in place never needs it)."""
+        arr = self.cur[bid]
+        if arr is None:
+            slot = self.layout.slot_of[bid]
+            arr = self.slots[slot]
+            if arr is None:
+                arr = self.slots[slot] = self.exe.new_buffer(self.layout.slot_bid[slot])
+            self.cur[bid] = arr
+        return arr
+
+    def borrow(self, bid: int, arr: Any) -> None:
+        """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
+        self.cur[bid] = arr
+
+    def run(self, profiling: bool) -> None:
+        """Set the per-call kernel arguments and enqueue every step (no waiting)."""
+        for bid, uses in self.uses.items():
+            if uses:
+                buf = self.get(bid).base_data
+                for kernel, index in uses:
+                    kernel.set_arg(index, buf)
+        if profiling:
+            for op, label in zip(self.ops, self.labels, strict=True):
+                event = op()
+                if label:
+                    profile.PROFILE.launch(label, event)
+        else:
+            for op in self.ops:
+                op()
+
+    def reset(self) -> None:
+        """Forget this call's borrowed arrays (nothing of the caller's stays alive)."""
+        slots, slot_of, cur = self.slots, self.layout.slot_of, self.cur
+        for bid in self.layout.dynamic:
+            slot = slot_of.get(bid)
+            cur[bid] = slots[slot] if slot is not None else None
+        self.keep.clear()
+
+
+class Frames:
+    """The frames of one executable, handed to one call at a time."""
+
+    def __init__(self, exe: Any, layout: Layout,
+                 fresh: Callable[[], bool] = lambda: False) -> None:
+        """``fresh()``: whether each call gets a new frame (poisoned buffers, see
+        ``plan_exec.POISON``)."""
+        self.exe = exe
+        self.layout = layout
+        self.fresh = fresh
+        self._free: list[Frame] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> Frame:
+        """A frame no other call is using."""
+        if not self.fresh():
+            with self._lock:
+                if self._free:
+                    return self._free.pop()
+        return Frame(self.exe, self.layout)
+
+    def give(self, frame: Frame) -> None:
+        """Return a frame after its call has waited for its commands."""
+        frame.reset()
+        if not self.fresh():
+            with self._lock:
+                self._free.append(frame)

@@ -1,0 +1,180 @@
+"""Prepared frames of straight-line plans (``backend_opencl.plan_frame``): buffers share
+slots only when their lifetimes do not overlap, warm calls make no kernel objects,
+results never alias each other or a later call's, frames agree with the step-by-step
+executor, misaligned numpy arguments are bound in place; all against numpy."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import backend_opencl
+from backend_opencl import plan_exec, plan_frame
+from backend_opencl.runtime import buffers, get_device, memory
+from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
+
+RNG = np.random.default_rng(11)
+T = "tensor<64x32xf32>"
+CHAIN = f"""func.func public @main(%x: {T}, %w: tensor<32x32xf32>, %b: tensor<32xf32>)
+    -> ({T}, {T}) {{
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+       : ({T}, tensor<32x32xf32>) -> {T}
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<32xf32>) -> {T}
+  %2 = stablehlo.add %0, %1 : {T}
+  %3 = stablehlo.tanh %2 : {T}
+  %4 = stablehlo.dot_general %3, %w, contracting_dims = [1] x [0]
+       : ({T}, tensor<32x32xf32>) -> {T}
+  %5 = stablehlo.exponential %4 : {T}
+  %6 = stablehlo.multiply %5, %x : {T}
+  return %6, %3 : {T}, {T}
+}}
+"""
+
+
+def _inputs() -> tuple[np.ndarray, ...]:
+    return (RNG.standard_normal((64, 32)).astype(np.float32),
+            (RNG.standard_normal((32, 32)) / 6).astype(np.float32),
+            RNG.standard_normal(32).astype(np.float32))
+
+
+def _want(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    h = np.tanh(x @ w + b)
+    return np.exp(h @ w) * x, h
+
+
+def _check(outs: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
+    for got, want in zip(outs, _want(*args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.fixture(autouse=True)
+def poison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fresh frames of poisoned buffers unless a test turns it off."""
+    monkeypatch.setattr(plan_exec, "POISON", True)
+
+
+def _fresh(text: str) -> plan_exec.Executable:
+    """A new executable (not the driver's cached one) for ``text``."""
+    exe = backend_opencl.compile_stablehlo(text)
+    return plan_exec.Executable(exe.plan, exe.module, exe.device, exe.name,
+                                exe.arg_dtypes, exe.result_dtypes)
+
+
+def test_slots_are_shared_only_between_disjoint_lifetimes() -> None:
+    f32 = [Buffer(i, "f32", (8,)) for i in range(5)]
+    plan = Plan(buffers=(*f32, Buffer(5, "f32", (4,))), params=(0,), results=(4,), steps=(
+        Launch("k", (0, 1), 1), Free((0,)),
+        Launch("k", (1, 2), 1), Free((1,)),
+        Launch("k", (2, 5), 1), Launch("k", (5, 3), 1), Free((2, 5)),
+        Copy(3, 4), Free((3,))))
+    layout = plan_frame.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
+    assert layout.ok
+    s = layout.slot_of
+    assert s[1] == s[3] != s[2] and s[0] == s[2]  # reused after Free, same dtype and size
+    assert s[5] not in (s[0], s[1], s[2], s[3], s[4])  # another size: a slot of its own
+    assert s[4] != s[3] and s[4] == s[2]  # a copy's source and target live at once
+    assert layout.eager == tuple(sorted(set(s.values())))
+
+
+def test_a_buffer_used_after_its_free_turns_frames_off() -> None:
+    plan = Plan(buffers=(Buffer(0, "f32", (8,)), Buffer(1, "f32", (8,))), params=(0,),
+                results=(1,), steps=(Launch("k", (0, 1), 1), Free((1,)),
+                                     Launch("k", (0, 1), 1)))
+    assert not plan_frame.Layout(plan, frozenset({0}), frozenset()).ok
+
+
+def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
+    args = _inputs()
+    framed = _fresh(CHAIN)
+    a = framed(*args)  # the plan is resolved at the first call
+    monkeypatch.setenv(plan_exec.FRAMES_ENV, "0")
+    stepped = _fresh(CHAIN)
+    b = stepped(*args)
+    assert framed._frames is not None and stepped._frames is None
+    _check(a, args)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_warm_calls_reuse_one_frame_and_make_no_kernels(monkeypatch) -> None:
+    monkeypatch.setattr(plan_exec, "POISON", False)
+    exe = _fresh(CHAIN)
+    first = _inputs()
+    kept = exe(*first)
+    made: list[str] = []
+    real = cl.Kernel
+    monkeypatch.setattr(cl, "Kernel", lambda program, name: made.append(name)
+                        or real(program, name))
+    for _ in range(3):
+        args = _inputs()
+        _check(exe(*args), args)
+    assert made == []
+    assert len(exe._frames._free) == 1
+    _check(kept, first)  # earlier results are not overwritten by later calls
+
+
+def test_results_of_one_call_never_share_memory() -> None:
+    exe = _fresh(CHAIN)
+    outs = exe(*_inputs())
+    assert not np.shares_memory(outs[0], outs[1])
+
+
+def test_concurrent_calls_take_their_own_frames(monkeypatch) -> None:
+    monkeypatch.setattr(plan_exec, "POISON", False)
+    exe = _fresh(CHAIN)
+    data = [_inputs() for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def work(args: tuple[np.ndarray, ...]) -> None:
+        try:
+            for _ in range(5):
+                _check(exe(*args), args)
+        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread)
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(d,)) for d in data]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert 1 <= len(exe._frames._free) <= len(threads)
+
+
+@pytest.mark.parametrize("dtype,shift", [(np.float32, 4), (np.float64, 8), (np.float32, 0)])
+def test_misaligned_arguments_are_bound_in_place(monkeypatch, dtype, shift) -> None:
+    if not memory.host_alignment(get_device(None)):
+        pytest.skip("the device does not bind numpy memory in place")
+    made: list[int] = []
+
+    class Counting(buffers.HostArray):
+        def __init__(self, device, host, writes) -> None:
+            super().__init__(device, host, writes)
+            made.append(host.ctypes.data)
+
+    monkeypatch.setattr(buffers, "HostArray", Counting)
+    n = 128
+    t = f"tensor<{n}x{n}x{'f32' if dtype == np.float32 else 'f64'}>"
+    exe = backend_opencl.compile_stablehlo(f"""func.func public @main(%a: {t}, %b: {t}) -> {t} {{
+  %0 = stablehlo.multiply %a, %b : {t}
+  %1 = stablehlo.add %0, %a : {t}
+  return %1 : {t}
+}}
+""")
+    a, b = (_at(RNG.standard_normal((n, n)).astype(dtype), shift) for _ in range(2))
+    before = a.copy(), b.copy()
+    np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6)
+    assert a.ctypes.data in made and b.ctypes.data in made
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])
+
+
+def _at(x: np.ndarray, shift: int) -> np.ndarray:
+    """A copy of ``x`` whose data starts ``shift`` bytes past a 128-byte boundary."""
+    raw = memory.aligned_empty(x.nbytes + shift, 128)
+    out = raw[shift:].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out
