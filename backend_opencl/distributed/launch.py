@@ -8,6 +8,7 @@ so no rank is left waiting; a job that does not finish in time is killed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pickle
 import shutil
@@ -81,6 +82,9 @@ def child_environment(ranks: int = 1) -> dict[str, str]:
 def run_job(job: dict[str, Any], n: int, timeout_s: float) -> list[Any]:
     """Run ``job`` (see :mod:`backend_opencl.distributed.worker`) on ``n`` ranks; the
     per-rank results in rank order."""
+    if importlib.util.find_spec("mpi4py") is None:
+        raise TlcError(f"error: running {n} processes needs mpi4py and an MPI library: "
+                       "pip install 'tlc[mpi]' (or make mpi)")
     with tempfile.TemporaryDirectory(prefix="tlc-mpi-") as folder:
         (Path(folder) / "job.pickle").write_bytes(pickle.dumps(job))
         cmd = mpiexec_command(n, [sys.executable, "-m", "backend_opencl.distributed.worker",
