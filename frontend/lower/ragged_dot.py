@@ -30,7 +30,7 @@ from math import prod
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
-from frontend.lower import types
+from frontend.lower import dot, types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.driver import FuncLowering
 from frontend.lower.inline import NATIVE_COMPOSITES
@@ -84,14 +84,113 @@ def ragged_dot(lw: FuncLowering, op: Op) -> None:
     lw.bind(op.result, out)
     if not prod(out_shape):
         return
+    acc = _ACCUMULATE.get(t, t)
+    if geo.mode == "non_contracting" and geo.lf == [geo.ragged] and acc == t \
+            and t[0] in "fb" and prod(geo.lhs_shape[d] for d in geo.lc):
+        _grouped_gemm(lw, op, geo, out)
+        return
+    if geo.mode == "contracting" and acc == t and t[0] in "fb":
+        _contracting_gemm(lw, op, geo, out)
+        return
     bufs = [lw.materialize(op.operand(n)) for n in ("lhs", "rhs", "group_sizes")]
     n_out = prod(out_shape)
-    acc = _ACCUMULATE.get(t, t)
     with lw.kernel("ragged_dot") as (k, _):
         with k.elements_nd(out_shape) as idx:
             value = _element(k, op, geo, bufs, list(idx))
             k.store(k.cast(value, acc, t), out, t, n_out, k.linear(idx, out_shape))
     lw.launch_last(groups_nd(out_shape))
+
+
+TILE_ROWS = dot.TILE_M
+"""Rows of a group per work-group of the grouped gemm."""
+
+
+def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
+    """The non-contracting mode when the ragged dimension is lhs's only free one: lhs as
+    [B, M, K] and rhs as [G, B, K, N] (copied only when not laid out so), the result
+    [B, M, N] zeroed, then one work-group per (batch element, tile of ``TILE_ROWS`` rows
+    of one group): ``ceil(M / TILE_ROWS) + G`` tiles per batch element bound the tiles
+    of all groups; a work-group finds its group and rows from the sizes (none: it does
+    nothing) and runs a ``gemm`` on them with that group's rhs."""
+    t = types.elem(op.result)
+    lhs, rhs = op.operand("lhs"), op.operand("rhs")
+    nb = prod(geo.lhs_shape[d] for d in geo.lb)
+    m = geo.lhs_shape[geo.ragged]
+    kk = prod(geo.lhs_shape[d] for d in geo.lc)
+    n = prod(geo.rhs_shape[d] for d in geo.rf)
+    a = dot.canonical(lw, lhs, geo.lb + [geo.ragged] + geo.lc, t)
+    b = dot.canonical(lw, rhs, [geo.group_dim] + geo.rb + geo.rc + geo.rf, t)  # type: ignore
+    dot.zero_fill(lw, out, t, nb * m * n)
+    tiles = -(-m // TILE_ROWS) + geo.groups
+    gs = lw.materialize(op.operand("group_sizes"))
+    with lw.kernel("ragged_gemm") as (k, _):
+        w = k.emit("group_id", "g")
+        batch, tile = k.idiv(w, tiles), k.irem(w, tiles)
+        sizes = _GroupSizes(k, op, geo, gs, batch)
+        group, row0, rows = sizes.tile(tile, m)
+        views = []
+        for buf, (r, c, depth), index in ((b, (n, kk, geo.groups * nb), k.iadd(
+                k.imul(group, nb), batch)), (a, (kk, m, nb), batch), (out, (n, m, nb), batch)):
+            ssa, flat = k.param(buf, t, r * c * depth)
+            full = k.emit(f"expand {ssa}[0 -> {r}x{c}x{depth}] : {flat}", "v")
+            views.append(k.emit(f"subview {full}[:,:,{k.idx(index)}] : "
+                                f"memref<{t}x{r}x{c}x{depth}>", "v"))
+        part = [k.emit(f"subview {views[i]}[:,{row0}:{rows}] : "
+                       f"memref<{t}x{r}x{m},strided<1,{r}>>", "v")
+                for i, r in ((1, kk), (2, n))]
+        one, zero = k.const(1.0, t), k.const(0.0, t)
+        k.line(f"gemm.n.n {one}, {views[0]}, {part[0]}, {zero}, {part[1]} : {t}, "
+               f"memref<{t}x{n}x{kk},strided<1,{n}>>, memref<{t}x{kk}x?,strided<1,{kk}>>, "
+               f"{t}, memref<{t}x{n}x?,strided<1,{n}>>")
+    lw.launch_last(nb * tiles)
+
+
+def _contracting_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
+    """The contracting mode: lhs as [B, M, K] and rhs as [B, K, N] with the ragged
+    dimension outermost in K (so a group's part of K is one range), the result [G, B, M,
+    N] zeroed, then one work-group per (group, batch element, tile of ``dot.TILE_M`` rows)
+    running a ``gemm`` over its group's range of K."""
+    t = types.elem(op.result)
+    nb = prod(geo.lhs_shape[d] for d in geo.lb)
+    m = prod(geo.lhs_shape[d] for d in geo.lf)
+    n = prod(geo.rhs_shape[d] for d in geo.rf)
+    pos = geo.lc.index(geo.ragged)
+    lc = [geo.lc[pos]] + geo.lc[:pos] + geo.lc[pos + 1:]
+    rc = [geo.rc[pos]] + geo.rc[:pos] + geo.rc[pos + 1:]
+    kk = prod(geo.lhs_shape[d] for d in lc)
+    inner = kk // max(geo.lhs_shape[geo.ragged], 1)
+    a = dot.canonical(lw, op.operand("lhs"), geo.lb + geo.lf + lc, t)
+    b = dot.canonical(lw, op.operand("rhs"), geo.rb + rc + geo.rf, t)
+    dot.zero_fill(lw, out, t, geo.groups * nb * m * n)
+    tiles = -(-m // dot.TILE_M)
+    gs = lw.materialize(op.operand("group_sizes"))
+    with lw.kernel("ragged_gemm") as (k, _):
+        w = k.emit("group_id", "g")
+        group, rest = k.idiv(w, nb * tiles), k.irem(w, nb * tiles)
+        batch, tile = k.idiv(rest, tiles), k.irem(rest, tiles)
+        start, end = _GroupSizes(k, op, geo, gs, batch).bounds(group)
+        k0 = k.arith("mul", start, k.idx(inner), "index")
+        klen = k.arith("mul", k.arith("sub", end, start, "index"), k.idx(inner), "index")
+        lo, size, size_text = dot._tile_size(k, m, tile)
+        views = []
+        for buf, (r, c, depth), index in (
+                (b, (n, kk, nb), batch), (a, (kk, m, nb), batch),
+                (out, (n, m, geo.groups * nb), k.iadd(k.imul(group, nb), batch))):
+            ssa, flat = k.param(buf, t, r * c * depth)
+            full = k.emit(f"expand {ssa}[0 -> {r}x{c}x{depth}] : {flat}", "v")
+            views.append(k.emit(f"subview {full}[:,:,{k.idx(index)}] : "
+                                f"memref<{t}x{r}x{c}x{depth}>", "v"))
+        rv = k.emit(f"subview {views[0]}[:,{k0}:{klen}] : memref<{t}x{n}x{kk},strided<1,{n}>>",
+                    "v")
+        lv = k.emit(f"subview {views[1]}[{k0}:{klen},{lo}:{size}] : "
+                    f"memref<{t}x{kk}x{m},strided<1,{kk}>>", "v")
+        ov = k.emit(f"subview {views[2]}[:,{lo}:{size}] : memref<{t}x{n}x{m},strided<1,{n}>>",
+                    "v")
+        one, zero = k.const(1.0, t), k.const(0.0, t)
+        k.line(f"gemm.n.n {one}, {rv}, {lv}, {zero}, {ov} : {t}, "
+               f"memref<{t}x{n}x?,strided<1,{n}>>, memref<{t}x?x{size_text},strided<1,{kk}>>, "
+               f"{t}, memref<{t}x{n}x{size_text},strided<1,{n}>>")
+    lw.launch_last(geo.groups * nb * tiles)
 
 
 def _element(k: KernelBuilder, op: Op, geo: Geometry, bufs: list[int],
@@ -104,7 +203,8 @@ def _element(k: KernelBuilder, op: Op, geo: Geometry, bufs: list[int],
         group_idx, idx = idx[0], idx[1:]
     nb, nlf = len(geo.lb), len(geo.lf)
     batch, lfree, rfree = idx[:nb], idx[nb:nb + nlf], idx[nb + nlf:]
-    sizes = _GroupSizes(k, op, geo, bufs[2], batch)
+    batch_shape = [geo.lhs_shape[d] for d in geo.lb]
+    sizes = _GroupSizes(k, op, geo, bufs[2], k.linear(batch, batch_shape))
     lhs_idx: list[IndexExpr] = [0] * len(geo.lhs_shape)
     rhs_idx: list[IndexExpr] = [0] * len(geo.rhs_shape)
     for dims, values in ((geo.lb, batch), (geo.lf, lfree)):
@@ -157,18 +257,15 @@ def _contract(k: KernelBuilder, op: Op, geo: Geometry, bufs: list[int],
 
 
 class _GroupSizes:
-    """Reads of ``group_sizes`` (row ``batch`` when it has batch dimensions) as indices,
-    negative sizes counted as 0."""
+    """Reads of ``group_sizes`` (row ``batch``, the flat batch index, when it has batch
+    dimensions) as indices, negative sizes counted as 0."""
 
     def __init__(self, k: KernelBuilder, op: Op, geo: Geometry, buf: int,
-                 batch: list[IndexExpr]) -> None:
+                 batch: IndexExpr) -> None:
         self.k, self.geo, self.buf = k, geo, buf
         v = op.operand("group_sizes")
         self.dtype, self.n = types.elem(v), max(types.size(v), 1)
-        shape = types.shape(v)
-        batch_shape = [geo.lhs_shape[d] for d in geo.lb]
-        self.base: IndexExpr = k.imul(k.linear(batch, batch_shape), geo.groups) \
-            if len(shape) > 1 else 0
+        self.base: IndexExpr = k.imul(batch, geo.groups) if len(types.shape(v)) > 1 else 0
 
     def size(self, j: IndexExpr) -> str:
         """Group ``j``'s size as an index (at least 0)."""
@@ -200,6 +297,40 @@ class _GroupSizes:
         valid = k.cmp("lt", count, k.idx(self.geo.groups), "index")
         last = k.idx(self.geo.groups - 1)
         return k.select(valid, count, last, "index"), valid
+
+    def tile(self, tile: IndexExpr, m: int) -> tuple[str, str, str]:
+        """Work-group tile ``tile``'s group, first row and row count (0 for a tile beyond
+        the groups' tiles), tiles numbered group after group, ``ceil(size /
+        TILE_ROWS)`` per group, rows clamped to ``[0, m)``."""
+        k = self.k
+        t, size_t = k.idx(tile), k.idx(TILE_ROWS)
+
+        def step(j: str, carried: list[str]) -> list[str]:
+            first, start, group, row0, end = carried
+            size = self.size(j)
+            count = k.arith("div", k.arith("add", size, k.idx(TILE_ROWS - 1), "index"),
+                            size_t, "index")
+            after = k.arith("add", first, count, "index")
+            hit = k.arith("and", k.cmp("ge", t, first, "index"),
+                          k.cmp("lt", t, after, "index"), "i1")
+            lo = k.arith("add", start, k.arith("mul", k.arith("sub", t, first, "index"),
+                                               size_t, "index"), "index")
+            stop = k.arith("add", start, size, "index")
+            return [after, stop, k.select(hit, j, group, "index"),
+                    k.select(hit, lo, row0, "index"), k.select(hit, stop, end, "index")]
+
+        zero = k.idx(0)
+        _, _, group, row0, end = self._fold(self.geo.groups, [zero] * 5, step)
+        limit = k.idx(m)
+
+        def low(x: str, y: str) -> str:
+            return k.select(k.cmp("lt", x, y, "index"), x, y, "index")
+
+        row0 = low(row0, limit)
+        end = low(low(end, limit), k.arith("add", row0, size_t, "index"))
+        rows = k.arith("sub", end, row0, "index")
+        rows = k.select(k.cmp("lt", rows, zero, "index"), zero, rows, "index")
+        return group, row0, rows
 
     def bounds(self, group: IndexExpr) -> tuple[str, str]:
         """``[start, end)`` of group ``group`` along the ragged dimension (clamped to it)."""
