@@ -1,0 +1,46 @@
+"""Starting ranks: the launcher command (Open MPI's extra flags) and the environment of
+spawned ranks (no MPI needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backend_opencl.distributed import launch
+
+
+def _fake_mpiexec(tmp_path: Path, banner: str) -> str:
+    path = tmp_path / "mpiexec"
+    path.write_text(f"#!/bin/sh\necho '{banner}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_open_mpi_gets_oversubscribe_and_root_flags(tmp_path: Path) -> None:
+    fake = _fake_mpiexec(tmp_path, "mpiexec (Open MPI) 4.1.4")
+    cmd = launch.mpiexec_command(4, ["python", "x.py"], fake)
+    assert cmd[:3] == [fake, "-n", "4"] and "--oversubscribe" in cmd
+    assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
+    assert cmd[-2:] == ["python", "x.py"]
+
+
+def test_mpich_gets_no_extra_flags(tmp_path: Path) -> None:
+    fake = _fake_mpiexec(tmp_path, "HYDRA build details:")
+    assert launch.mpiexec_command(2, ["a"], fake) == [fake, "-n", "2", "a"]
+
+
+def test_spawned_ranks_leave_the_enclosing_mpi_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PMI_RANK", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "8")
+    monkeypatch.delenv("POCL_CPU_MAX_CU_COUNT", raising=False)
+    env = launch.child_environment(ranks=2)
+    assert "PMI_RANK" not in env and "OMPI_COMM_WORLD_SIZE" not in env
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    assert int(env["POCL_CPU_MAX_CU_COUNT"]) >= 1
+
+
+def test_tlc_mpiexec_names_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(launch.MPIEXEC_ENV, "/opt/mpi/bin/mpiexec")
+    assert launch.find_mpiexec() == "/opt/mpi/bin/mpiexec"
