@@ -120,6 +120,13 @@ def run_parallel(text: str, programs: list[list[str]], inputs: list[Any], *,
     n = len(programs) * (len(programs[0]) if programs else 0)
     if n == 1:
         return run_rank(text, programs, inputs, LocalTransport(), device)
+    if under_mpi_launcher():
+        world = MpiTransport()
+        if world.size == n:  # already the ranks: each runs its part, all get every result
+            return _run_in_world(text, programs, inputs, world, device)
+        if world.size > 1:
+            raise TlcError(f"error: run_parallel of {n} processes inside an MPI job of "
+                           f"{world.size}: start the job with {n} ranks, or with one")
     from backend_opencl.distributed.launch import run_job
 
     _grid(programs, _Sized(n))  # mistakes every rank would see are reported once, here
@@ -128,6 +135,21 @@ def run_parallel(text: str, programs: list[list[str]], inputs: list[Any], *,
     job = {"module": text, "programs": programs, "inputs": list(inputs), "device": device}
     per_rank = run_job(job, n, timeout_s)
     return [r for results in per_rank for r in results]
+
+
+def _run_in_world(text: str, programs: list[list[str]], inputs: list[Any],
+                  world: MpiTransport, device: Any) -> list[Any]:
+    """run_parallel by the ranks of the current MPI job; a failing rank aborts it."""
+    try:
+        mine = run_rank(text, programs, inputs, world, device)
+    except BaseException as err:  # noqa: B036 -- one failing rank stops them all
+        import sys
+
+        sys.stderr.write(describe_failure(err, world) + "\n")
+        sys.stderr.flush()
+        world.abort(1)
+        raise
+    return [r for results in world.world.allgather(mine) for r in results]
 
 
 class _Sized(Transport):
