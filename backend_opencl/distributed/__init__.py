@@ -36,7 +36,8 @@ from backend_opencl.distributed.transport import (
 )
 from tensorlang.diagnostics import TlcError
 
-__all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "run_parallel", "run_rank",
+__all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "run_parallel",
+           "run_parallel_many", "run_rank", "run_cases",
            "run_cli", "wanted", "describe_failure", "world_transport"]
 
 
@@ -127,14 +128,46 @@ def run_parallel(text: str, programs: list[list[str]], inputs: list[Any], *,
         if world.size > 1:
             raise TlcError(f"error: run_parallel of {n} processes inside an MPI job of "
                            f"{world.size}: start the job with {n} ranks, or with one")
+    return run_parallel_many([(text, programs, inputs)], device=device,
+                             timeout_s=timeout_s)[0]
+
+
+Case = tuple[str, list[list[str]], list[Any]]
+"""One ``run_parallel``: module text, ``programs[replica][partition]``, flat inputs."""
+
+
+def run_parallel_many(cases: list[Case], *, device: Any = None,
+                      timeout_s: float = 300.0) -> list[list[Any]]:
+    """Several independent ``run_parallel`` calls in one MPI job of as many ranks as the
+    largest needs (one launch instead of one each); case k runs on ranks
+    ``0..n_k-1`` over a communicator of its own, in order."""
     from backend_opencl.distributed.launch import run_job
 
-    _grid(programs, _Sized(n))  # mistakes every rank would see are reported once, here
-    _inputs_of(_parse(text, "<run_parallel>"),
-               [[name.lstrip("@") for name in row] for row in programs], inputs)
-    job = {"module": text, "programs": programs, "inputs": list(inputs), "device": device}
-    per_rank = run_job(job, n, timeout_s)
-    return [r for results in per_rank for r in results]
+    sizes = []
+    for text, programs, inputs in cases:  # mistakes every rank would see: reported here
+        n = len(programs) * (len(programs[0]) if programs else 0)
+        _grid(programs, _Sized(max(n, 1)))
+        _inputs_of(_parse(text, "<run_parallel>"),
+                   [[name.lstrip("@") for name in row] for row in programs], inputs)
+        sizes.append(n)
+    if not cases:
+        return []
+    job = {"cases": [(t, p, list(i)) for t, p, i in cases], "device": device}
+    per_rank = run_job(job, max(sizes), timeout_s)
+    return [[r for rank in range(n) for r in per_rank[rank][k]]
+            for k, n in enumerate(sizes)]
+
+
+def run_cases(cases: list[Case], world: MpiTransport, device: Any = None) -> list[Any]:
+    """This rank's results of each case it takes part in (None for the others)."""
+    out: list[Any] = []
+    for text, programs, inputs in cases:
+        n = len(programs) * len(programs[0])
+        if world.rank >= n:
+            out.append(None)
+            continue
+        out.append(run_rank(text, programs, inputs, world.first(n), device))
+    return out
 
 
 def _run_in_world(text: str, programs: list[list[str]], inputs: list[Any],

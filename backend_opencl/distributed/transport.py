@@ -134,6 +134,15 @@ class MpiTransport(Transport):
         self.comms: dict[tuple[int, ...], Any] = {}
         self.pending: list[tuple[Any, np.ndarray]] = []
 
+    def first(self, n: int) -> MpiTransport:
+        """A transport over ranks ``0..n-1`` of this one (collective over those ranks;
+        this one itself when ``n`` is its size)."""
+        if n == self.size:
+            return self
+        sub = MpiTransport(self._comm(list(range(n))))
+        sub.bytes_moved = 0
+        return sub
+
     def _comm(self, group: list[int]) -> Any:
         key = tuple(group)
         comm = self.comms.get(key)

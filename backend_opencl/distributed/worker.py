@@ -1,9 +1,10 @@
 """``python -m backend_opencl.distributed.worker FOLDER``: one MPI rank of a job.
 
-The job (``FOLDER/job.pickle``, written by :func:`launch.run_job`) holds a module's
-text, the grid of function names ``programs[replica][partition]``, the flat inputs
-(each rank takes as many as its function has arguments, in rank order) and the device.
-The rank writes its results to ``FOLDER/out.RANK.pickle``.  Any error is printed with the
+The job (``FOLDER/job.pickle``, written by :func:`launch.run_job`) holds the cases — each
+a module's text, the grid of function names ``programs[replica][partition]`` and the flat
+inputs (each rank takes as many as its function has arguments, in rank order) — and the
+device.  Case k runs on the first ``n_k`` ranks; the rank writes its results (None for the
+cases it sits out) to ``FOLDER/out.RANK.pickle``.  Any error is printed with the
 rank's coordinates and aborts the whole job.
 """
 
@@ -22,10 +23,9 @@ def main(folder: str) -> int:
     rank = transport.rank
     try:
         job = pickle.loads((Path(folder) / "job.pickle").read_bytes())
-        from backend_opencl.distributed import run_rank
+        from backend_opencl.distributed import run_cases
 
-        results = run_rank(job["module"], job["programs"], job["inputs"], transport,
-                           device=job.get("device"))
+        results = run_cases(job["cases"], transport, device=job.get("device"))
         (Path(folder) / f"out.{rank}.pickle").write_bytes(pickle.dumps(results))
         return 0
     except BaseException as err:  # noqa: B036 -- any failure must stop every rank
