@@ -87,7 +87,7 @@ _TABLE: list[OpDef] = [
     OpDef("chlo.broadcast_compare", ("lhs", "rhs"),
           ("broadcast_dimensions", "comparison_direction", "compare_type"), types="func"),
     OpDef("chlo.broadcast_select", ("pred", "on_true", "on_false"), types="func"),
-    OpDef("chlo.mulhi", ("lhs", "rhs"), syntax="generic"),
+    OpDef("chlo.mulhi", ("lhs", "rhs"), types="chlo"),
     OpDef("chlo.ragged_dot", ("lhs", "rhs", "group_sizes"),
           ("ragged_dot_dimension_numbers", "precision_config"), syntax="generic"),
     OpDef("chlo.top_k", ("operand",), ("k",), results=2, syntax="top_k!"),

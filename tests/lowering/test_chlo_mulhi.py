@@ -65,5 +65,19 @@ def test_mulhi_rejects_floats() -> None:
         frontend.parse(text)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint32])
+def test_jax_mulhi_runs_and_matches_jax(dtype: type) -> None:
+    """``jax.lax.mulhi`` lowers to chlo.mulhi (pretty form) on the CPU."""
+    jax = pytest.importorskip("jax")
+    from jax import lax
+
+    a, b = _operands(dtype, 100, seed=9)
+    f = jax.jit(lax.mulhi)
+    text = f.lower(a, b).as_text()
+    assert "chlo.mulhi" in text
+    (got,) = run(text, a, b)
+    np.testing.assert_array_equal(got, np.asarray(f(a, b)))
+
+
 def test_interpret_file() -> None:
     assert interpret_failures("chlo/mulhi") == {}
