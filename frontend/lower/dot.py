@@ -74,7 +74,133 @@ def operand(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[
             return buf, False
         if first and second and batch + second + first == natural:
             return buf, True
+    if FOLD_TRANSPOSES and types.elem(v) == dtype:
+        found = strided(lw, v, order)
+        if found is not None:
+            return found
     return canonical(lw, v, order[0] + order[1] + order[2], dtype), False
+
+
+@dataclass(frozen=True)
+class Strided:
+    """A gemm operand read in place from buffer ``buffer``: batch element ``b`` (row-major
+    over ``batch_shape``) is the ``size0 x size1`` block at element ``offset + sum(b_d *
+    batch_strides[d])`` with strides ``(1, ld)`` (mode 0 contiguous)."""
+
+    buffer: int
+    offset: int
+    ld: int
+    sizes: tuple[int, int]
+    batch_shape: tuple[int, ...]
+    batch_strides: tuple[int, ...]
+
+
+def strided(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[int]]
+            ) -> tuple[Strided, bool] | None:
+    """``v`` as a strided view of a buffer (through lazy transposes, slices and reshapes
+    that split or merge contiguous dimensions: the heads of attention sliced out of a
+    fused QKV projection), with whether the gemm reads it transposed; None when its
+    dimension groups ``order`` (batch, first, second) are not such a view whose rows fit
+    a row-major reading of the buffer."""
+    found = _layout(lw, v, 8)
+    if found is None:
+        return None
+    buf, off, shape, st = found
+    batch, first, second = order
+    f, sec = _merge(shape, st, first), _merge(shape, st, second)
+    if f is None or sec is None:
+        return None
+    trans = not (sec[1] == 1 or sec[0] == 1)
+    (size0, s0), (size1, ld) = (f, sec) if trans else (sec, f)
+    if s0 != 1 and size0 != 1:
+        return None
+    ld = max(ld, size0) if size1 == 1 else ld
+    n = lw.buffers[buf].size
+    bstrides = [st[d] for d in batch]
+    small = sum((shape[d] - 1) * st[d] for d in batch if st[d] % ld)
+    if ld < 1 or n % ld or off % ld + small + size0 > ld:
+        return None
+    return Strided(buf, off, ld, (size0, size1), tuple(shape[d] for d in batch),
+                   tuple(bstrides)), trans
+
+
+def _layout(lw: FuncLowering, v: Value, depth: int
+            ) -> tuple[int, int, list[int], list[int]] | None:
+    """(buffer, offset, shape, strides) of ``v`` as a view of a buffer, or None."""
+    shape = list(types.shape(v))
+    buf = lw.buffer_of(v)
+    if buf is not None:
+        return buf, 0, shape, _packed(shape)
+    op = v.owner
+    if depth == 0 or not isinstance(op, Op) or not op.operands \
+            or types.elem(op.operands[0]) != types.elem(v) \
+            or op.name not in ("stablehlo.transpose", "stablehlo.slice", "stablehlo.reshape"):
+        return None
+    inner = _layout(lw, op.operands[0], depth - 1)
+    if inner is None:
+        return None
+    buf, off, ishape, ist = inner
+    if op.name == "stablehlo.transpose":
+        perm = [int(d) for d in op.attr("permutation")]  # type: ignore[union-attr]
+        return buf, off, shape, [ist[d] for d in perm]
+    if op.name == "stablehlo.slice":
+        starts = [int(x) for x in op.attr("start_indices")]  # type: ignore[union-attr]
+        steps = [int(x) for x in op.attr("strides")]  # type: ignore[union-attr]
+        off += sum(a * b for a, b in zip(starts, ist, strict=True))
+        return buf, off, shape, [a * b for a, b in zip(ist, steps, strict=True)]
+    out = _reshaped(ishape, ist, shape)
+    return None if out is None else (buf, off, shape, out)
+
+
+def _packed(shape: list[int]) -> list[int]:
+    """Row-major strides of ``shape``."""
+    out, stride = [], 1
+    for n in reversed(shape):
+        out.append(stride)
+        stride *= n
+    return out[::-1]
+
+
+def _reshaped(ishape: list[int], ist: list[int], oshape: list[int]) -> list[int] | None:
+    """Strides of a reshape to ``oshape`` of a view (``ishape``, ``ist``): dimension groups
+    of equal size map onto each other; a group of input dimensions must be contiguous."""
+    a = [(n, s) for n, s in zip(ishape, ist, strict=True) if n != 1]
+    outs = [d for d, n in enumerate(oshape) if n != 1]
+    strides = [0] * len(oshape)
+    i = j = 0
+    while i < len(a) and j < len(outs):
+        gi, gj, pi, pj = [i], [j], a[i][0], oshape[outs[j]]
+        while pi != pj:
+            if pi < pj and i + 1 < len(a):
+                i += 1
+                gi.append(i)
+                pi *= a[i][0]
+            elif pj < pi and j + 1 < len(outs):
+                j += 1
+                gj.append(j)
+                pj *= oshape[outs[j]]
+            else:
+                return None
+        if any(a[x][1] != a[x + 1][1] * a[x + 1][0] for x in gi[:-1]):
+            return None
+        stride = a[gi[-1]][1]
+        for y in reversed(gj):
+            strides[outs[y]] = stride
+            stride *= oshape[outs[y]]
+        i, j = i + 1, j + 1
+    return strides if i == len(a) and j == len(outs) else None
+
+
+def _merge(shape: list[int], st: list[int], dims: list[int]) -> tuple[int, int] | None:
+    """(size, stride) of dimensions ``dims`` read as one (row-major), or None when they
+    are not contiguous with one another."""
+    live = [d for d in dims if shape[d] != 1]
+    if not live:
+        return 1, 1
+    for x, y in zip(live, live[1:]):
+        if st[x] != st[y] * shape[y]:
+            return None
+    return prod(shape[d] for d in live), st[live[-1]]
 
 
 def _storage(lw: FuncLowering, v: Value) -> int | None:
@@ -173,13 +299,13 @@ TILE_M = 32
 """Columns of the memref view of lhs/out (rows of the row-major result) per work-group."""
 
 
-def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
+def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int], t: str,
                 sizes: tuple[int, int, int, int], tail: Tail | None = None,
                 trans: tuple[bool, bool] = (False, False)) -> None:
     """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
     work-group per (batch element, tile of TILE_M result rows), then the ``tail`` on that
     tile.  ``trans``: lhs is [B,K,M], rhs is [B,N,K] instead (the gemm reads it
-    transposed)."""
+    transposed).  An operand given as :class:`Strided` is read in place."""
     nb, m, kk, n = sizes
     a, b, c = bufs
     ta, tb = trans
@@ -188,22 +314,27 @@ def gemm_kernel(lw: FuncLowering, bufs: tuple[int, int, int], t: str,
         g = k.emit("group_id", "g")
         batch, tile = k.idiv(g, tiles), k.irem(g, tiles)
         shapes = [(kk, n) if tb else (n, kk), (m, kk) if ta else (kk, m), (n, m)]
-        views, vtypes = [], []
+        views, vtypes, lds = [], [], []
         for buf, (rows, cols) in zip((b, a, c), shapes, strict=True):
-            ssa, flat = k.param(buf, t, nb * rows * cols)
-            full = k.emit(f"expand {ssa}[0 -> {rows}x{cols}x{nb}] : {flat}", "v")
-            views.append(k.emit(f"subview {full}[:,:,{k.idx(batch)}] : "
-                                f"memref<{t}x{rows}x{cols}x{nb}>", "v"))
-            vtypes.append(f"memref<{t}x{rows}x{cols},strided<1,{rows}>>")
+            if isinstance(buf, Strided):
+                view, ld = _strided_view(lw, k, buf, t, batch), buf.ld
+            else:
+                ssa, flat = k.param(buf, t, nb * rows * cols)
+                full = k.emit(f"expand {ssa}[0 -> {rows}x{cols}x{nb}] : {flat}", "v")
+                view, ld = k.emit(f"subview {full}[:,:,{k.idx(batch)}] : "
+                                  f"memref<{t}x{rows}x{cols}x{nb}>", "v"), rows
+            views.append(view)
+            lds.append(ld)
+            vtypes.append(f"memref<{t}x{rows}x{cols},strided<1,{ld}>>")
         if tiles > 1:
-            tiled = [(views[2], vtypes[2], n)]
+            tiled = [(views[2], vtypes[2], n, lds[2])]
             if not ta:
-                tiled.insert(0, (views[1], vtypes[1], kk))
-            out = _tile_columns(k, [v for v, _, _ in tiled], [v for _, v, _ in tiled],
-                                tuple(r for _, _, r in tiled), m, tile)
+                tiled.insert(0, (views[1], vtypes[1], kk, lds[1]))
+            out = _tile_columns(k, [v[0] for v in tiled], [v[1] for v in tiled],
+                                [(v[2], v[3]) for v in tiled], m, tile)
             views[3 - len(tiled):], vtypes[3 - len(tiled):] = out
             if ta:
-                views[1], vtypes[1] = _tile_rows(k, views[1], (t, m, kk), tile)
+                views[1], vtypes[1] = _tile_rows(k, views[1], (t, m, kk), tile, lds[1])
         one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
         k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
                f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
@@ -251,21 +382,44 @@ def _tile_size(k: KernelBuilder, m: int, tile: IndexExpr) -> tuple[str, str, str
 
 
 def _tile_rows(k: KernelBuilder, view: str, shape: tuple[str, int, int],
-               tile: IndexExpr) -> tuple[str, str]:
-    """Rows [tile * TILE_M, + TILE_M) of an (m x kk) view (a transposed lhs)."""
+               tile: IndexExpr, ld: int) -> tuple[str, str]:
+    """Rows [tile * TILE_M, + TILE_M) of an (m x kk) view of leading dimension ``ld`` (a
+    transposed lhs)."""
     t, m, kk = shape
     lo, size, size_text = _tile_size(k, m, tile)
-    vtype = f"memref<{t}x{m}x{kk},strided<1,{m}>>"
+    vtype = f"memref<{t}x{m}x{kk},strided<1,{ld}>>"
     return (k.emit(f"subview {view}[{lo}:{size},:] : {vtype}", "v"),
-            f"memref<{t}x{size_text}x{kk},strided<1,{m}>>")
+            f"memref<{t}x{size_text}x{kk},strided<1,{ld}>>")
 
 
 def _tile_columns(k: KernelBuilder, views: list[str], vtypes: list[str],
-                  rows: tuple[int, ...], m: int, tile: IndexExpr) -> tuple[list[str], list[str]]:
-    """Columns [tile * TILE_M, + TILE_M) of the (rows x m) views (fewer in the last tile)."""
+                  rows: list[tuple[int, int]], m: int, tile: IndexExpr
+                  ) -> tuple[list[str], list[str]]:
+    """Columns [tile * TILE_M, + TILE_M) of the (rows x m) views of leading dimension ld
+    (``rows``: (rows, ld) pairs; fewer columns in the last tile)."""
     lo, size, size_text = _tile_size(k, m, tile)
     out_views, out_types = [], []
-    for view, vtype, r in zip(views, vtypes, rows, strict=True):
+    for view, vtype, (r, ld) in zip(views, vtypes, rows, strict=True):
         out_views.append(k.emit(f"subview {view}[:,{lo}:{size}] : {vtype}", "v"))
-        out_types.append(f"memref<{vtype[7:].split('x')[0]}x{r}x{size_text},strided<1,{r}>>")
+        out_types.append(f"memref<{vtype[7:].split('x')[0]}x{r}x{size_text},strided<1,{ld}>>")
     return out_views, out_types
+
+
+def _strided_view(lw: FuncLowering, k: KernelBuilder, op: Strided, t: str,
+                  batch: IndexExpr) -> str:
+    """Batch element ``batch`` of a strided operand: the buffer viewed as rows of ``ld``
+    elements, the block at (offset mod ld, offset div ld) of that element's offset."""
+    n, ld = lw.buffers[op.buffer].size, op.ld
+    ssa, flat = k.param(op.buffer, t, n)
+    full = k.emit(f"expand {ssa}[0 -> {ld}x{n // ld}] : {flat}", "v")
+    col: IndexExpr = op.offset % ld
+    row: IndexExpr = op.offset // ld
+    for i, stride in zip(k.delinearize(batch, op.batch_shape), op.batch_strides,
+                         strict=True):
+        if stride % ld:
+            col = k.iadd(col, k.imul(i, stride))
+        else:
+            row = k.iadd(row, k.imul(i, stride // ld))
+    size0, size1 = op.sizes
+    return k.emit(f"subview {full}[{k.idx(col)}:{size0},{k.idx(row)}:{size1}] : "
+                  f"memref<{t}x{ld}x{n // ld}>", "v")
