@@ -1,11 +1,12 @@
 """``tlc run`` as one MPI rank: ``mpirun -n N tlc run FILE.mlir --inputs IN.npz``.
 
-Every rank runs the module's entry function as its process.  ``--inputs`` and ``-o``
-may contain ``{rank}``, ``{replica}`` and ``{partition}`` to give each rank its own
-shard (without them every rank reads the same inputs, and with several ranks the output
-``out.npz`` becomes ``out.RANK.npz``).  A mistake every rank sees (the process count
-against ``num_replicas`` x ``num_partitions``, a missing file) is reported by every rank;
-any failure of one rank aborts the job so the others never wait forever.
+Every rank runs the module's entry function as its process.  ``--inputs`` (comma-separated
+``.npz`` / ``.npy`` files, as for one process) and ``-o`` may contain ``{rank}``,
+``{replica}`` and ``{partition}`` to give each rank its own shard (without them every
+rank reads the same inputs, and with several ranks the output ``out.npz`` becomes
+``out.RANK.npz``).  A mistake every rank sees (the process count against
+``num_replicas`` x ``num_partitions``, a missing file) is reported by every rank; any
+failure of one rank aborts the job so the others never wait forever.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
     programs = [[args.entry] * grid.num_partitions for _ in range(grid.num_replicas)]
     program = RankProgram(module, args.entry, grid, transport, args.device,
                           receivers(module, programs))
-    inputs = _inputs(shard_path(args.inputs, grid)) if args.inputs else []
+    inputs = [a for part in args.inputs.split(",") if part.strip()
+              for a in _inputs(shard_path(part.strip(), grid))] if args.inputs else []
     results: list[Any] = []
     for _ in range(max(getattr(args, "repeat", 1), 1)):
         results = program(*inputs)
@@ -88,11 +90,17 @@ def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
 
 
 def _inputs(path: str) -> list[np.ndarray]:
+    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order."""
     try:
-        with np.load(path) as data:
+        if path.endswith(".npy"):
+            return [np.load(path, allow_pickle=False)]
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ValueError("not an .npz archive (name .npy files .npy)")
             return [data[k] for k in data.files]
-    except (OSError, ValueError) as err:
-        raise TlcError(f"{path}: error: cannot read inputs: {err}") from None
+    except (OSError, ValueError, EOFError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
 
 
 def _write(args: argparse.Namespace, results: list[Any], grid: ProcessGrid) -> None:
