@@ -24,15 +24,15 @@ from backend_opencl.distributed.transport import MPI_ENV
 from tensorlang.diagnostics import TlcError
 
 MPIEXEC_ENV = "TLC_MPIEXEC"
-"""Environment variable naming the ``mpiexec`` to use (default: the one beside Python,
-then ``mpiexec`` / ``mpirun`` on PATH)."""
+"""Environment variable naming the ``mpiexec`` to use, a path or a name on PATH (default:
+the one beside Python, then ``mpiexec`` / ``mpirun`` on PATH)."""
 
 
 def find_mpiexec() -> str | None:
     """The ``mpiexec`` to start ranks with, or None."""
     configured = os.environ.get(MPIEXEC_ENV)
     if configured:
-        return configured
+        return shutil.which(configured)
     beside = Path(sys.executable).parent
     for name in ("mpiexec", "mpirun"):
         if (beside / name).exists():

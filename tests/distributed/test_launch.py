@@ -41,6 +41,10 @@ def test_spawned_ranks_leave_the_enclosing_mpi_job(monkeypatch: pytest.MonkeyPat
     assert int(env["POCL_CPU_MAX_CU_COUNT"]) >= 1
 
 
-def test_tlc_mpiexec_names_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(launch.MPIEXEC_ENV, "/opt/mpi/bin/mpiexec")
-    assert launch.find_mpiexec() == "/opt/mpi/bin/mpiexec"
+def test_tlc_mpiexec_names_the_launcher(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_mpiexec(tmp_path, "HYDRA")
+    monkeypatch.setenv(launch.MPIEXEC_ENV, fake)
+    assert launch.find_mpiexec() == fake
+    monkeypatch.setenv(launch.MPIEXEC_ENV, str(tmp_path / "absent"))
+    assert launch.find_mpiexec() is None
