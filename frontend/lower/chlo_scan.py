@@ -20,7 +20,7 @@ from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, groups_nd
 from frontend.lower.driver import FuncLowering
-from frontend.lower.fused import Fused
+from frontend.lower.fused import ELEMENTWISE, Fused
 from frontend.lower.registry import ELEMENTAL, kernel
 from tensorlang.diagnostics import CompileError
 
@@ -36,14 +36,25 @@ def _slice_shape(op: Op, dim: int) -> tuple[int, ...]:
 
 
 def _pointwise(op: Op, shape: tuple[int, ...]) -> bool:
-    """Every body value has ``shape`` and every body op is elemental."""
+    """Every body value has ``shape`` and every body op reads its operands at the
+    element's own index: elementwise ops, splat constants, broadcasts of scalars (a
+    reverse or transpose would read another element of a bound argument)."""
     block = op.regions[0].block
     values: list[Value] = list(block.args) + list(op.operand_group("inits"))
     for o in block.ops[:-1]:
-        if o.name not in ELEMENTAL or o.regions:
+        scalar_broadcast = o.name == "stablehlo.broadcast_in_dim" and \
+            types.shape(o.operands[0]) == ()
+        if o.name not in ELEMENTAL or o.regions or not (
+                o.name in ELEMENTWISE or o.name in _ALSO or scalar_broadcast):
             return False
-        values += list(o.results)
+        if o.name != "stablehlo.constant":  # a splat of any shape reads no element
+            values += list(o.results)
     return all(tuple(types.shape(v)) == shape for v in values)
+
+
+_ALSO = {"chlo.mulhi", "stablehlo.constant"}
+"""Elemental ops outside ``fused.ELEMENTWISE`` that read operands at the same index (a
+constant with a lowering here is a splat)."""
 
 
 @kernel("chlo.scan")

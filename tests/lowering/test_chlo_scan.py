@@ -119,6 +119,36 @@ def test_body_not_elementwise_over_the_slice_is_refused() -> None:
         compile_stablehlo(text)
 
 
+def test_body_reading_other_elements_is_refused() -> None:
+    """A reverse inside the body reads another element of the slice."""
+    text = _scan((5, 3), 0, "f32", "add", False).replace(
+        "%1 = stablehlo.add %a, %c : tensor<3xf32>",
+        "%r = stablehlo.reverse %a, dims = [0] : tensor<3xf32>\n"
+        "    %1 = stablehlo.add %r, %c : tensor<3xf32>")
+    frontend.parse(text)
+    with pytest.raises(CompileError, match="'chlo.scan' whose body is not elementwise"):
+        compile_stablehlo(text)
+
+
+def test_constants_and_scalar_broadcasts_in_the_body() -> None:
+    """acc = 0.5 * acc + x with a splat constant and a broadcast scalar."""
+    x = RNG.standard_normal((6, 4)).astype(np.float32)
+    init = RNG.standard_normal(4).astype(np.float32)
+    text = _scan((6, 4), 0, "f32", "add", False).replace(
+        "%1 = stablehlo.add %a, %c : tensor<4xf32>",
+        "%h = stablehlo.constant dense<0.5> : tensor<f32>\n"
+        "    %hb = stablehlo.broadcast_in_dim %h, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+        "    %d = stablehlo.multiply %c, %hb : tensor<4xf32>\n"
+        "    %1 = stablehlo.add %a, %d : tensor<4xf32>")
+    out, carry = run(text, x, init)
+    acc, want = init.copy(), []
+    for row in x:
+        acc = row + np.float32(0.5) * acc
+        want.append(acc)
+    np.testing.assert_allclose(out, np.stack(want), rtol=1e-6)
+    np.testing.assert_allclose(carry, acc, rtol=1e-6)
+
+
 def test_wrong_body_types_are_a_diagnostic() -> None:
     text = _scan((4, 3), 1, "f32", "add", False).replace("dimension=1", "dimension=0")
     with pytest.raises(CompileError, match="body arguments must be the input slices"):
