@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
 from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, groups_nd
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import ELEMENTWISE, Fused
-from frontend.lower.registry import ELEMENTAL, kernel
+from frontend.lower.registry import ELEMENTAL, KERNEL, kernel
 from tensorlang.diagnostics import CompileError
 
 
@@ -47,9 +49,16 @@ def _pointwise(op: Op, shape: tuple[int, ...]) -> bool:
         if o.name not in ELEMENTAL or o.regions or not (
                 o.name in ELEMENTWISE or o.name in _ALSO or scalar_broadcast):
             return False
-        if o.name != "stablehlo.constant":  # a splat of any shape reads no element
+        if o.name != "stablehlo.constant" or not _splat(o):  # a splat reads no element
             values += list(o.results)
     return all(tuple(types.shape(v)) == shape for v in values)
+
+
+def _splat(op: Op) -> bool:
+    """A constant whose elements are all equal (its elemental lowering is one literal;
+    the others get their buffer before the kernel)."""
+    array = np.asarray(op.attrs["value"].array)  # type: ignore[attr-defined]
+    return array.size <= 1 or bool((array == array.reshape(-1)[0]).all())
 
 
 _ALSO = {"chlo.mulhi", "stablehlo.constant"}
@@ -67,6 +76,9 @@ def scan(lw: FuncLowering, op: Op) -> None:
                               "slice is not supported yet")
     inputs = op.operand_group("inputs")
     length = types.shape(inputs[0])[dim] if inputs else 0
+    for o in op.regions[0].block.ops:  # other constants are read from buffers
+        if o.name == "stablehlo.constant" and not _splat(o):
+            KERNEL[o.name](lw, o)
     outs = [lw.buffer_for(r) for r in op.results]
     if prod(shape) > 0:
         _scan_kernel(lw, op, (dim, length, shape), outs)

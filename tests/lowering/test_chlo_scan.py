@@ -130,6 +130,20 @@ def test_body_reading_other_elements_is_refused() -> None:
         compile_stablehlo(text)
 
 
+def test_non_splat_constant_in_the_body() -> None:
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    init = RNG.standard_normal(3).astype(np.float32)
+    text = _scan((5, 3), 0, "f32", "add", False).replace(
+        "%1 = stablehlo.add %a, %c : tensor<3xf32>",
+        "%k = stablehlo.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>\n"
+        "    %s = stablehlo.add %a, %k : tensor<3xf32>\n"
+        "    %1 = stablehlo.add %s, %c : tensor<3xf32>")
+    out, carry = run(text, x, init)
+    want = init + np.cumsum(x + np.array([1, 2, 3], np.float32), axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(carry, want[-1], rtol=1e-5, atol=1e-5)
+
+
 def test_constants_and_scalar_broadcasts_in_the_body() -> None:
     """acc = 0.5 * acc + x with a splat constant and a broadcast scalar."""
     x = RNG.standard_normal((6, 4)).astype(np.float32)
