@@ -1,6 +1,7 @@
 """numpy arrays bound in place on CPU devices (``CL_MEM_USE_HOST_PTR``): aligned arrays
-are the kernel's memory, misaligned ones go through an aligned staging copy, groups of
-numpy members become a table of their addresses; results match numpy in every case."""
+and misaligned read-only ones are the kernel's memory, misaligned written ones go through
+an aligned staging copy, groups of numpy members become a table of their addresses;
+results match numpy in every case."""
 
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ def test_aligned_arrays_are_the_kernels_memory(in_place, h, rng) -> None:
     assert back is None
     view = buf.get_host_array((A.size,), np.float32)
     assert view.ctypes.data == A.ctypes.data  # no copy: the buffer is A's memory
+
+
+@pytest.mark.parametrize("shift", [4, 68])
+def test_misaligned_arrays_in_place_only_when_read(in_place, h, rng, shift) -> None:
+    A = _aligned(h.rand(rng, (6, 5), "f32"), shift)
+    ctx = get_device(None).context
+    buf, back = memory.bind_in_place(ctx, A, A.size, False, in_place)
+    assert back is None
+    assert buf.get_host_array((A.size,), np.float32).ctypes.data == A.ctypes.data
+    buf, back = memory.bind_in_place(ctx, A, A.size, True, in_place)
+    assert back is not None  # written: an aligned staging copy, copied back
+    assert buf.get_host_array((A.size,), np.float32).ctypes.data != A.ctypes.data
+    back()
 
 
 @pytest.mark.parametrize("shift", [0, 4, 68])
