@@ -12,6 +12,7 @@ failure of one rank aborts the job so the others never wait forever.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,31 @@ def shard_path(pattern: str, grid: ProcessGrid, output: bool = False) -> str:
         p = Path(pattern)
         return str(p.with_name(f"{p.stem}.{grid.rank}{p.suffix}"))
     return pattern
+
+
+LOCAL_RANK_ENV = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_LOCAL_RANK")
+"""Where MPI launchers put a rank's index among the ranks of its machine."""
+
+
+def local_rank(grid: ProcessGrid) -> int:
+    """This rank's index on its machine (its world rank when the launcher does not say)."""
+    for name in LOCAL_RANK_ENV:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return grid.rank
+
+
+def rank_device(spec: str | None, grid: ProcessGrid) -> str | None:
+    """``--device`` with ``{local_rank}`` / ``{rank}`` filled in, so each rank of a machine
+    with several devices takes its own: ``tlc --device '{local_rank}' run ...``."""
+    if spec is None or "{" not in spec:
+        return spec
+    try:
+        return spec.format(local_rank=local_rank(grid), rank=grid.rank)
+    except (KeyError, IndexError, ValueError) as err:
+        raise TlcError(f"--device {spec}: error: bad placeholder {err} (use {{local_rank}} "
+                       "or {rank})") from None
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -79,7 +105,8 @@ def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
 
     module = frontend.parse(text, filename=args.file)
     programs = [[args.entry] * grid.num_partitions for _ in range(grid.num_replicas)]
-    program = RankProgram(module, args.entry, grid, transport, args.device,
+    device = rank_device(args.device, grid)
+    program = RankProgram(module, args.entry, grid, transport, device,
                           receivers(module, programs))
     inputs = [a for part in args.inputs.split(",") if part.strip()
               for a in _inputs(shard_path(part.strip(), grid))] if args.inputs else []

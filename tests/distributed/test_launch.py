@@ -48,3 +48,17 @@ def test_tlc_mpiexec_names_the_launcher(tmp_path: Path,
     assert launch.find_mpiexec() == fake
     monkeypatch.setenv(launch.MPIEXEC_ENV, str(tmp_path / "absent"))
     assert launch.find_mpiexec() is None
+
+
+def test_device_placeholders_pick_the_local_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    from backend_opencl.distributed.cli import rank_device
+    from backend_opencl.distributed.grid import ProcessGrid
+    from tensorlang.diagnostics import TlcError
+
+    grid = ProcessGrid(4, 1, rank=3)
+    monkeypatch.setenv("MPI_LOCALRANKID", "1")
+    assert rank_device("{local_rank}", grid) == "1"
+    assert rank_device("gpu {rank}", grid) == "gpu 3"
+    assert rank_device("pocl", grid) == "pocl" and rank_device(None, grid) is None
+    with pytest.raises(TlcError, match="bad placeholder"):
+        rank_device("{node}", grid)
