@@ -103,9 +103,12 @@ def strided(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[
     dimension groups ``order`` (batch, first, second) are not such a view whose rows fit
     a row-major reading of the buffer."""
     found = _layout(lw, v, 8)
-    if found is None:
-        return None
-    buf, off, shape, st = found
+    return None if found is None else _as_view(lw, *found, order)
+
+
+def _as_view(lw: FuncLowering, buf: int, off: int, shape: list[int], st: list[int],
+             order: tuple[list[int], list[int], list[int]]) -> tuple[Strided, bool] | None:
+    """The view of :func:`strided` for a tensor at ``off`` with strides ``st`` in ``buf``."""
     batch, first, second = order
     f, sec = _merge(shape, st, first), _merge(shape, st, second)
     if f is None or sec is None:
@@ -252,8 +255,41 @@ def dot_general(lw: FuncLowering, op: Op) -> None:
     acc = _ACCUMULATE.get(t, t)
     a, ta = operand(lw, lhs, (lb, lf, lc), acc)
     b, tb = operand(lw, rhs, (rb, rc, rf), acc)
+    transposed = _transposed_output(lw, op, acc, (len(lb), len(lf), len(rf)))
+    if transposed is not None:
+        view, user = transposed
+        gemm_kernel(lw, (a, b, view), acc, (nb, m, kk, n), None, (ta, tb))
+        lw.bind(user.result, view.buffer)
+        return
     c, tail = gemm_output(lw, op.result, acc)
     gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail, (ta, tb))
+
+
+def _transposed_output(lw: FuncLowering, op: Op, acc: str, ranks: tuple[int, int, int]
+                       ) -> tuple[Strided, Op] | None:
+    """When the result's only use is a ``transpose`` (attention's heads going back to
+    [batch, seq, heads, dim]) and the gemm can write that layout directly: the strided
+    view of the transpose's new buffer and the transpose (the gemm writes its result)."""
+    r = op.result
+    if FOLD_TRANSPOSES is False or types.elem(r) != acc or lw.uses.get(r) != 1 \
+            or lw.epilogue(r) is not None:
+        return None
+    users = [o for o in lw.ops() if r in o.operands]
+    if len(users) != 1 or users[0].name != "stablehlo.transpose":
+        return None
+    user = users[0]
+    perm = [int(d) for d in user.attr("permutation")]  # type: ignore[union-attr]
+    packed = _packed(list(types.shape(user.result)))
+    st = [0] * len(perm)
+    for j, d in enumerate(perm):
+        st[d] = packed[j]
+    nb, nf, nr = ranks
+    buf = lw.buffer_for(user.result)
+    order = (list(range(nb)), list(range(nb, nb + nf)), list(range(nb + nf, nb + nf + nr)))
+    found = _as_view(lw, buf, 0, list(types.shape(r)), st, order)
+    if found is None or found[1]:  # the gemm writes C with its rows contiguous only
+        return None
+    return found[0], user
 
 
 @dataclass(frozen=True)
@@ -299,13 +335,15 @@ TILE_M = 32
 """Columns of the memref view of lhs/out (rows of the row-major result) per work-group."""
 
 
-def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int], t: str,
+def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int | Strided],
+                t: str,
                 sizes: tuple[int, int, int, int], tail: Tail | None = None,
                 trans: tuple[bool, bool] = (False, False)) -> None:
     """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
     work-group per (batch element, tile of TILE_M result rows), then the ``tail`` on that
     tile.  ``trans``: lhs is [B,K,M], rhs is [B,N,K] instead (the gemm reads it
-    transposed).  An operand given as :class:`Strided` is read in place."""
+    transposed).  An operand given as :class:`Strided` is read (the output: written) in
+    place; a strided output takes no tail."""
     nb, m, kk, n = sizes
     a, b, c = bufs
     ta, tb = trans

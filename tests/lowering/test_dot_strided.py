@@ -84,3 +84,36 @@ def test_views_of_a_buffer(view: str, shape: tuple[int, ...], ref: object,
     a, w = rand(shape), rand((16, 5))
     want = ref(a.astype(np.float64)) @ w.astype(np.float64)  # type: ignore[operator]
     np.testing.assert_allclose(run(text, a, w)[0], want, rtol=1e-5, atol=1e-5)
+
+
+MERGE = module(
+    f"(%qkv: tensor<{B}x{S}x{3 * H * D}xf32>, %w: tensor<{H * D}x6xf32>) -> "
+    f"tensor<{B}x{S}x6xf32>",
+    _heads("q", 0) + _heads("k", H * D) + _heads("v", 2 * H * D) + f"""
+  %s = stablehlo.dot_general %q, %k, batching_dims = [0, 1] x [0, 1],
+      contracting_dims = [3] x [2]
+      : (tensor<{B}x{H}x{S}x{D}xf32>, tensor<{B}x{H}x{D}x{S}xf32>) -> tensor<{B}x{H}x{S}x{S}xf32>
+  %o = stablehlo.dot_general %s, %v, batching_dims = [0, 1] x [0, 1],
+      contracting_dims = [3] x [2]
+      : (tensor<{B}x{H}x{S}x{S}xf32>, tensor<{B}x{H}x{S}x{D}xf32>) -> tensor<{B}x{H}x{S}x{D}xf32>
+  %t = stablehlo.transpose %o, dims = [0, 2, 1, 3]
+      : (tensor<{B}x{H}x{S}x{D}xf32>) -> tensor<{B}x{S}x{H}x{D}xf32>
+  %m = stablehlo.reshape %t : (tensor<{B}x{S}x{H}x{D}xf32>) -> tensor<{B}x{S}x{H * D}xf32>
+  %y = stablehlo.dot_general %m, %w, contracting_dims = [2] x [0]
+      : (tensor<{B}x{S}x{H * D}xf32>, tensor<{H * D}x6xf32>) -> tensor<{B}x{S}x6xf32>
+  return %y : tensor<{B}x{S}x6xf32>""").replace(
+    f"%k = stablehlo.transpose %kr, dims = [0, 2, 1, 3]\n      : (tensor<{B}x{S}x{H}x{D}xf32>) "
+    f"-> tensor<{B}x{H}x{S}x{D}xf32>",
+    f"%k = stablehlo.transpose %kr, dims = [0, 2, 3, 1]\n      : (tensor<{B}x{S}x{H}x{D}xf32>) "
+    f"-> tensor<{B}x{H}x{D}x{S}xf32>")
+
+
+def test_heads_written_back_in_place_by_the_gemm() -> None:
+    assert "dims = [0, 2, 3, 1]" in MERGE
+    assert len(kernels(MERGE)) == 3  # three gemms: no layout kernel before the last
+    qkv, w = rand((B, S, 3 * H * D)), rand((H * D, 6))
+    q, k, v = qkv.astype(np.float64).reshape(B, S, 3, H, D).transpose(2, 0, 3, 1, 4)
+    o = (q @ k.transpose(0, 1, 3, 2)) @ v
+    want = o.transpose(0, 2, 1, 3).reshape(B, S, H * D) @ w.astype(np.float64)
+    (got,) = run(MERGE, qkv, w)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
