@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from backend_opencl.emit.cnames import ctype
 from backend_opencl.emit.kernel import KernelEmitter, handler
-from backend_opencl.emit.loops import write_loops
+from backend_opencl.emit.loops import VECTORIZE_WIDTH, write_loops
 from backend_opencl.emit.target import KernelPlan
-from tensorlang.ir.core import Instruction
+from tensorlang.ir.core import Instruction, Region
 from tensorlang.ir.types import ScalarType
 from tensorlang.schedule.affine import Symbols
 from tensorlang.schedule.domains import statement
@@ -48,6 +48,9 @@ def emit_for(em: KernelEmitter, inst: Instruction) -> None:
     narrow = em.narrow(body.args[0]) and step is None and em.narrow(inst.operand("from"))
     if narrow:  # every value, the start and the last increment fit an int
         em.narrow_names.add(var)
+    if em.plan.blocked and not carried and not _has_loops(inst.regions[0]):
+        em.unit.need("vectorize")  # a pass over a row (softmax's exp, its division)
+        em.w.line(f"#pragma clang loop vectorize_width({VECTORIZE_WIDTH})")
     with em.w.block(f"for ({'int' if narrow else ctype(t)} {var} = {lo}; {var} < {hi}; {inc})"):
         for arg, name in zip(body.args[1:], carried, strict=False):
             em.define(arg, name)
@@ -93,7 +96,17 @@ def emit_foreach(em: KernelEmitter, inst: Instruction) -> None:
     tree = foreach_loops(stmt, dist, names, iterators)
     narrow = _narrow_loops(em, inst, tree)
     em.narrow_names |= narrow
-    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)}, narrow=narrow)
+    wide = VECTORIZE_WIDTH if em.plan.blocked and dist.work_items == 1 and not _has_loops(
+        inst.regions[0]) else 0
+    if wide:
+        em.unit.need("vectorize")
+    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)}, narrow=narrow,
+                vectorize=wide)
+
+
+def _has_loops(region: Region) -> bool:
+    """True when ``region`` holds a loop (only innermost loops ask to be vectorised)."""
+    return any(n.name in ("for", "foreach", "foreach_nd") for n in region.walk())
 
 
 def _narrow_loops(em: KernelEmitter, inst: Instruction, tree: Node) -> frozenset[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from backend_opencl.emit.cnames import literal, pointer_type, storage_type
+from backend_opencl.emit.cnames import address_space, ctype, literal, pointer_type, storage_type
 from backend_opencl.emit.kernel import SLAB, KernelEmitter, handler
 from backend_opencl.emit.numeric import load_value, store_value
 from backend_opencl.emit.view import MemView, add, is_literal, mul
@@ -23,7 +23,9 @@ def emit_load(em: KernelEmitter, inst: Instruction) -> None:
         _load_member(em, inst, indices[0])
         return
     view = em.view(source)
-    value = load_value(inst.result.type, view.at(indices))
+    parts = _complex_parts(em, view, indices)
+    value = load_value(inst.result.type, view.at(indices)) if parts is None else \
+        f"(({ctype(inst.result.type)})({parts[0]}, {parts[1]}))"
     ok = _access_guard(em, inst, view, indices)
     if ok:  # a skipped load yields zero
         value = f"{ok} ? {value} : {literal(0, inst.result.type)}"
@@ -71,8 +73,33 @@ def emit_store(em: KernelEmitter, inst: Instruction) -> None:
     view = em.view(inst.operand("operand"))
     value = store_value(view.type.element, em.scalar(inst.operand("value")))
     ok = _access_guard(em, inst, view, indices)
+    parts = _complex_parts(em, view, indices)
+    if parts is not None:
+        value = em.scalar(inst.operand("value"))
+        if not value.isidentifier():
+            value = em.namer.fresh("c")
+            em.w.line(f"const {ctype(view.type.element)} {value} = "
+                      f"{em.scalar(inst.operand('value'))};")
+        text = f"{parts[0]} = {value}.x; {parts[1]} = {value}.y;"
+        em.w.line(f"if ({ok}) {{ {text} }}" if ok else text)
+        return
     em.w.line(f"if ({ok}) {view.at(indices)} = {value};" if ok else
               f"{view.at(indices)} = {value};")
+
+
+def _complex_parts(em: KernelEmitter, view: MemView,
+                   indices: list[str]) -> tuple[str, str] | None:
+    """On CPUs, the real and imaginary parts of a complex element as two lvalues of its
+    real type: PoCL's loop vectoriser gives up on loops of ``float2`` loads and stores
+    that call ``exp`` (complex exp times a conjugate, 64k c64: 0.75 -> 0.15 ms)."""
+    t = view.type.element
+    if not (t.is_complex and em.plan.blocked):
+        return None
+    real = "float" if t.name == "c32" else "double"
+    base = f"(({address_space(view.type)} {real}*){view.ptr})"
+    offset = view.offset(indices)
+    at = "0" if offset == "0" else f"2 * ({offset})"
+    return f"{base}[{at}]", f"{base}[{at} + 1]"
 
 
 def _dynamic(em: KernelEmitter, inst: Instruction) -> Iterator[str]:

@@ -2,7 +2,9 @@
 
 Features are plain strings collected while emitting kernels:
 ``fp64``, ``complex:c32`` / ``complex:c64`` (multiply and divide helpers) and
-``half:f16`` / ``half:bf16`` and ``odd:<ctype>`` (16-bit float conversions, see
+``vectorize`` (CPU element loops ask for a vectorisation factor: a loop the optimiser
+cannot widen is no warning on the build log), ``half:f16`` / ``half:bf16`` and
+``odd:<ctype>`` (16-bit float conversions, see
 :mod:`backend_opencl.emit.halfprec`),
 ``atomic:<mode>:<type>:<space>`` with mode ``store``, ``add`` or ``axpby``
 (``*p = x``, ``*p = x + *p``, ``*p = x + beta * *p``, each as one atomic update:
@@ -43,6 +45,8 @@ def header(features: set[str]) -> str:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if any(f.startswith("atomic:") and _needs_int64(f) for f in features):
         lines.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
+    if "vectorize" in features:
+        lines.append('#pragma clang diagnostic ignored "-Wpass-failed"')
     lines.append("")
     lines += halfprec.helpers(features)
     for name in ("c32", "c64"):
