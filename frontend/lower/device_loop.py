@@ -1,7 +1,10 @@
 """A small ``stablehlo.while`` as one kernel with the loop inside.
 
-When every value of the loop's condition and body is small (at most :data:`MAX_ELEMENTS`
-elements) and every op is elemental, a ``reduce`` or a ``dot_general``, the whole loop runs
+When every value the loop's condition and body compute per iteration is small (at most
+:data:`MAX_ELEMENTS` elements; values passed through unchanged, such as a power
+iteration's matrix, and stacks updated a slice at a time do not count), their work per
+iteration is at most :data:`MAX_WORK` and every op is elemental, a ``reduce`` or a
+``dot_general``, the whole loop runs
 in one work-group of one kernel: per iteration the condition is evaluated on the device
 and, while it holds, the body's reductions and dots are computed into scratch buffers, its
 results into temporaries and those copied into the carried buffers (``foreach`` phases;
@@ -277,6 +280,7 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
     lanes = ACCUMULATORS if n % ACCUMULATORS == 0 and n >= 2 * ACCUMULATORS else 1
     if contiguous:
         lanes = LANES
+
     def store(idx: list[IndexExpr]) -> None:
         batch, rest = idx[:len(lb)], idx[len(lb):]
         zero = k.const(0, t)

@@ -200,7 +200,7 @@ def _merge(shape: list[int], st: list[int], dims: list[int]) -> tuple[int, int] 
     live = [d for d in dims if shape[d] != 1]
     if not live:
         return 1, 1
-    for x, y in zip(live, live[1:]):
+    for x, y in zip(live, live[1:], strict=False):
         if st[x] != st[y] * shape[y]:
             return None
     return prod(shape[d] for d in live), st[live[-1]]

@@ -19,7 +19,8 @@ def _heads(name: str, lo: int) -> str:
     return f"""
   %{name}s = stablehlo.slice %qkv [0:{B}, 0:{S}, {lo}:{lo + H * D}]
       : (tensor<{B}x{S}x{3 * H * D}xf32>) -> tensor<{B}x{S}x{H * D}xf32>
-  %{name}r = stablehlo.reshape %{name}s : (tensor<{B}x{S}x{H * D}xf32>) -> tensor<{B}x{S}x{H}x{D}xf32>
+  %{name}r = stablehlo.reshape %{name}s
+      : (tensor<{B}x{S}x{H * D}xf32>) -> tensor<{B}x{S}x{H}x{D}xf32>
   %{name} = stablehlo.transpose %{name}r, dims = [0, 2, 1, 3]
       : (tensor<{B}x{S}x{H}x{D}xf32>) -> tensor<{B}x{H}x{S}x{D}xf32>"""
 
