@@ -36,7 +36,7 @@ from backend_opencl.distributed.transport import (
 )
 from tensorlang.diagnostics import TlcError
 
-__all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "run_parallel",
+__all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "spmd_program", "run_parallel",
            "run_parallel_many", "run_rank", "run_cases",
            "run_cli", "wanted", "describe_failure", "world_transport"]
 
@@ -63,11 +63,23 @@ def compile_stablehlo(text: str, device: Any = None, entry: str = "main",
     comes from ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (replicas default to the
     world size), and a mismatch with the world size is a TlcError on every rank."""
     transport = transport or world_transport()
+    return spmd_program(text, entry, transport, device, filename).compile()
+
+
+def spmd_program(text: str, entry: str, transport: Transport, device: Any = None,
+                 filename: str = "<string>") -> Any:
+    """This rank's program of an SPMD module, or of a JAX ``shard_map`` export in Shardy
+    form (global arrays in and out: :mod:`backend_opencl.distributed.shardy`)."""
+    from backend_opencl.distributed import shardy
+
+    manual = shardy.from_shardy(text) if shardy.is_shardy(text) else None
+    if manual is not None:
+        text, entry = manual.text, "main"
     grid = grid_for(text, transport.size, transport.rank)
     module = _parse(text, filename)
     programs = [[entry] * grid.num_partitions for _ in range(grid.num_replicas)]
-    return RankProgram(module, entry, grid, transport, device,
-                       receivers(module, programs)).compile()
+    program = RankProgram(module, entry, grid, transport, device, receivers(module, programs))
+    return program if manual is None else shardy.ShardedProgram(manual, program)
 
 
 def run_rank(text: str, programs: list[list[str]], inputs: list[Any],

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from backend_opencl.distributed.grid import ProcessGrid
-from backend_opencl.distributed.program import RankProgram, grid_for, receivers
+from backend_opencl.distributed.program import grid_for
 from backend_opencl.distributed.transport import Transport
 from tensorlang.diagnostics import TlcError
 
@@ -101,13 +101,10 @@ def _read(path: str) -> str:
 
 def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
          transport: Transport) -> list[Any]:
-    import frontend
+    from backend_opencl.distributed import spmd_program
 
-    module = frontend.parse(text, filename=args.file)
-    programs = [[args.entry] * grid.num_partitions for _ in range(grid.num_replicas)]
     device = rank_device(args.device, grid)
-    program = RankProgram(module, args.entry, grid, transport, device,
-                          receivers(module, programs))
+    program = spmd_program(text, args.entry, transport, device, args.file)
     inputs = [a for part in args.inputs.split(",") if part.strip()
               for a in _inputs(shard_path(part.strip(), grid))] if args.inputs else []
     results: list[Any] = []
