@@ -132,6 +132,9 @@ def infeed(lw: FuncLowering, op: Op) -> None:
     for r in op.results:
         if not isinstance(r.type, TensorType):
             continue
+        if queue is None:
+            raise CompileError.at(op.loc, "'stablehlo.infeed' is not supported yet outside "
+                                  "`tlc interpret` (which feeds it from --infeed)")
         if not queue:
             raise CompileError.at(op.loc, "'stablehlo.infeed' has no data left: give it "
                                   "with `tlc interpret --infeed FILE.npz` or an infeed "
