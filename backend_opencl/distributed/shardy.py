@@ -109,8 +109,33 @@ def from_shardy(text: str) -> ManualProgram:
     per_device = (f"module @per_device attributes {{mhlo.num_partitions = {devices} : i32, "
                   f"mhlo.num_replicas = 1 : i32}} {{\n  func.func @main"
                   f"{head[args_start:args_end]} -> ({result_types}) {{{body}}}\n}}\n")
+    _check_main(text, at, at + body_end)
     return ManualProgram(per_device, axes, _specs(head[ins:ins_end]),
                          _specs(head[outs:outs_end]))
+
+
+def _check_main(text: str, at: int, region_end: int) -> None:
+    """``@main`` must be the manual computation of its arguments, returning its results
+    in order (anything else would need the global-view ops run around it)."""
+    main = re.search(r"func\.func\s+(?:public\s+)?@main\s*\(", text)
+    if main is None or main.end() > at:
+        raise TlcError("error: sdy.manual_computation must be in @main")
+    params = text[main.end() - 1:_matching(text, main.end() - 1, "(", ")")]
+    names = re.findall(r"(%[\w.$-]+)\s*:", params)
+    call = text[at + len(_MC) - 1:_matching(text, at + len(_MC) - 1, "(", ")")]
+    result = re.search(r"(%[\w.$-]+)(?::\d+)?\s*=\s*$", text[:at])
+    tail = [line.strip() for line in text[region_end:].splitlines() if line.strip()]
+    ret = tail[1] if len(tail) > 1 else ""
+    returned = re.findall(r"%[\w.$#-]+", ret.split(":")[0])
+    ok = result is not None and re.findall(r"%[\w.$-]+", call) == names and \
+        ret.startswith(("return", "func.return")) and \
+        all(r.split("#")[0] == result.group(1) and r.endswith(f"#{i}") or
+            (len(returned) == 1 and r == result.group(1)) for i, r in enumerate(returned))
+    before = text[main.end():at].split("\n", 1)  # the signature's line, then the op's
+    alone = len(before) == 2 and re.fullmatch(r"\s*%[\w.$-]+(?::\d+)?\s*=\s*", before[1])
+    if not ok or not alone:
+        raise TlcError("error: only a @main that is one sdy.manual_computation of its "
+                       "arguments, returning its results, is supported (jit(shard_map(f)))")
 
 
 def shard_slices(program: ManualProgram, spec: Spec, shape: tuple[int, ...],

@@ -54,3 +54,13 @@ def test_a_shard_map_export_runs_on_four_ranks(tmp_path: Path) -> None:
         with np.load(tmp_path / f"out.{rank}.npz") as out:
             np.testing.assert_allclose(out["result0"], want, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(out["result1"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_main_doing_more_than_the_manual_computation_is_refused() -> None:
+    import pytest
+
+    from tensorlang.diagnostics import TlcError
+
+    swapped = EXPORT.replace("return %0#0, %0#1", "return %0#1, %0#0")
+    with pytest.raises(TlcError, match="one sdy.manual_computation"):
+        shardy.from_shardy(swapped)
