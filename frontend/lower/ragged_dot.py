@@ -86,10 +86,10 @@ def ragged_dot(lw: FuncLowering, op: Op) -> None:
         return
     acc = _ACCUMULATE.get(t, t)
     if geo.mode == "non_contracting" and geo.lf == [geo.ragged] and acc == t \
-            and t[0] in "fb" and prod(geo.lhs_shape[d] for d in geo.lc):
+            and prod(geo.lhs_shape[d] for d in geo.lc):
         _grouped_gemm(lw, op, geo, out)
         return
-    if geo.mode == "contracting" and acc == t and t[0] in "fb":
+    if geo.mode == "contracting" and acc == t:
         _contracting_gemm(lw, op, geo, out)
         return
     bufs = [lw.materialize(op.operand(n)) for n in ("lhs", "rhs", "group_sizes")]
@@ -138,7 +138,7 @@ def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
         part = [k.emit(f"subview {views[i]}[:,{row0}:{rows}] : "
                        f"memref<{t}x{r}x{m},strided<1,{r}>>", "v")
                 for i, r in ((1, kk), (2, n))]
-        one, zero = k.const(1.0, t), k.const(0.0, t)
+        one, zero = (k.const(x if t[0] in "fb" else int(x), t) for x in (1.0, 0.0))
         k.line(f"gemm.n.n {one}, {views[0]}, {part[0]}, {zero}, {part[1]} : {t}, "
                f"memref<{t}x{n}x{kk},strided<1,{n}>>, memref<{t}x{kk}x?,strided<1,{kk}>>, "
                f"{t}, memref<{t}x{n}x?,strided<1,{n}>>")
@@ -186,7 +186,7 @@ def _contracting_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None
                     f"memref<{t}x{kk}x{m},strided<1,{kk}>>", "v")
         ov = k.emit(f"subview {views[2]}[:,{lo}:{size}] : memref<{t}x{n}x{m},strided<1,{n}>>",
                     "v")
-        one, zero = k.const(1.0, t), k.const(0.0, t)
+        one, zero = (k.const(x if t[0] in "fb" else int(x), t) for x in (1.0, 0.0))
         k.line(f"gemm.n.n {one}, {rv}, {lv}, {zero}, {ov} : {t}, "
                f"memref<{t}x{n}x?,strided<1,{n}>>, memref<{t}x?x{size_text},strided<1,{kk}>>, "
                f"{t}, memref<{t}x{n}x{size_text},strided<1,{n}>>")

@@ -53,6 +53,29 @@ def test_non_contracting_grouped_gemm() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["non_contracting", "contracting"])
+def test_integer_grouped_gemm_wraps(mode: str) -> None:
+    m, k, n, g = 12, 9, 5, 3
+    lhs = RNG.integers(-2**20, 2**20, (m, k)).astype(np.int32)
+    sizes = np.array([4, 0, 5], np.int32)
+    s = _starts(sizes)
+    if mode == "non_contracting":
+        rhs = RNG.integers(-2**20, 2**20, (g, k, n)).astype(np.int32)
+        text = _program([(m, k), (g, k, n), (g,)], ["i32", "i32", "i32"], (m, n),
+                        _dims([], [], [1], [1], 0, [0]))
+        want = np.zeros((m, n), np.int64)
+        for j in range(g):
+            want[s[j]:s[j + 1]] = lhs[s[j]:s[j + 1]].astype(np.int64) @ rhs[j]
+    else:
+        rhs = RNG.integers(-2**20, 2**20, (k, n)).astype(np.int32)
+        text = _program([(m, k), (k, n), (g,)], ["i32", "i32", "i32"], (g, m, n),
+                        _dims([], [], [1], [0], 1, []))
+        want = np.stack([lhs[:, s[j]:s[j + 1]].astype(np.int64) @ rhs[s[j]:s[j + 1]]
+                         for j in range(g)])
+    (got,) = run(text, lhs, rhs, sizes)
+    np.testing.assert_array_equal(got, want.astype(np.int32))  # modulo 2^32
+
+
 def test_sizes_beyond_the_rows_are_clamped() -> None:
     m, k, n = 37, 8, 5
     lhs = RNG.standard_normal((m, k)).astype(np.float32)
