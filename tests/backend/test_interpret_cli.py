@@ -180,3 +180,11 @@ def test_user_mistakes_are_diagnostics(tmp_path: Path) -> None:
     (tmp_path / "bad.npz").write_text("not an npz")
     code, _, err = _tlc(tmp_path, PASSING, "--infeed", str(tmp_path / "bad.npz"))
     assert code == 1 and "cannot read the infeed arrays" in err
+
+
+@pytest.mark.parametrize("name", ["probe", "infeed", "outfeed"])
+def test_interpret_suite_files(name: str) -> None:
+    """The suite's single-process files of the interpreter's own ops."""
+    from tests.lowering.interpret_files import interpret_failures
+
+    assert interpret_failures(name) == {}
