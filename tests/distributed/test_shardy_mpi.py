@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from backend_opencl.distributed import shardy
 from backend_opencl.distributed.launch import child_environment, mpiexec_command
+from tensorlang.diagnostics import TlcError
 from tests.distributed.mpi_env import needs_mpi
 
 # data/shard_map_2x2.mlir, from jax 0.8: jax.jit(jax.shard_map(step,
@@ -57,10 +59,6 @@ def test_a_shard_map_export_runs_on_four_ranks(tmp_path: Path) -> None:
 
 
 def test_a_main_doing_more_than_the_manual_computation_is_refused() -> None:
-    import pytest
-
-    from tensorlang.diagnostics import TlcError
-
     swapped = EXPORT.replace("return %0#0, %0#1", "return %0#1, %0#0")
     with pytest.raises(TlcError, match="one sdy.manual_computation"):
         shardy.from_shardy(swapped)
