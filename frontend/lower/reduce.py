@@ -10,7 +10,7 @@ from math import prod
 
 from frontend.ir.core import Op
 from frontend.lower import types
-from frontend.lower.builder import CHUNK, IndexExpr, num_groups
+from frontend.lower.builder import CHUNK, num_groups
 from frontend.lower.driver import FuncLowering
 from frontend.lower.reduce_coop import clamp, columns, cooperative, element_index, group
 from frontend.lower.reduce_rows import RowGroup, lower_rows, plan_rows
@@ -155,47 +155,5 @@ def _padding(op: Op, n: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in array.reshape(n, 2)]
 
 
-@kernel("stablehlo.reduce_window")
-def reduce_window(lw: FuncLowering, op: Op) -> None:
-    """Per output element, fold the body over its window; padding and holes of the base
-    dilation read the init values (the spec's padded, dilated inputs)."""
-    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
-    in_shape = types.shape(inputs[0])
-    rank = len(in_shape)
-    window = _ints(op, "window_dimensions", rank, 1)
-    strides = _ints(op, "window_strides", rank, 1)
-    base, wdil = _ints(op, "base_dilations", rank, 1), _ints(op, "window_dilations", rank, 1)
-    pad = _padding(op, rank)
-    out_shape = types.shape(op.results[0])
-    outs = [lw.buffer_for(r) for r in op.results]
-    ts = [types.elem(r) for r in op.results]
-    n = prod(out_shape)
-    with lw.kernel("reduce_window") as (k, f):
-        with k.elements(n) as i:
-            oidx = k.delinearize(i, out_shape)
-            accs = [f.value(v, []) for v in inits]
-            with k.loop(0, prod(window), accs, ts) as loop:
-                widx = k.delinearize(loop.var, window)
-                ok = k.const(True, "i1")
-                src: list[IndexExpr] = []
-                for d in range(rank):
-                    p = k.idx(k.isub(k.iadd(k.imul(oidx[d], strides[d]),
-                                            k.imul(widx[d], wdil[d])), pad[d][0]))
-                    q = k.arith("div", p, k.idx(base[d]), "index") if base[d] > 1 else p
-                    conds = [k.cmp("ge", p, k.idx(0), "index"),
-                             k.cmp("lt", q, k.idx(in_shape[d]), "index")]
-                    if base[d] > 1:
-                        rem = k.arith("rem", p, k.idx(base[d]), "index")
-                        conds.append(k.cmp("eq", rem, k.idx(0), "index"))
-                    for c in conds:
-                        ok = k.arith("and", ok, c, "i1")
-                    src.append(k.select(conds[0], q, k.idx(0), "index"))
-                xs = [k.branch(ok, t, lambda v=v: f.value(v, src), lambda a=a: a)
-                      for v, t, a in zip(inputs, ts, accs, strict=True)]
-                f.bound.clear()
-                loop.yields = f.body(op.regions[0].block, loop.carried + xs)
-            for r, out, t in zip(loop.results, outs, ts, strict=True):
-                k.store(r, out, t, n, i)
-    lw.launch_last(num_groups(n))
-    for r, out in zip(op.results, outs, strict=True):
-        lw.bind(r, out)
+# reduce_window lives in its own module; importing it with the family registers it
+from frontend.lower import reduce_window as _reduce_window  # noqa: E402,F401

@@ -1,0 +1,187 @@
+"""stablehlo.reduce_window: prefix scans, unrolled pooling windows, and a looped fallback.
+
+* A window that spans one whole dimension from its start (or to its end) and is a single
+  element along every other dimension is a prefix scan (``jnp.cumsum`` and friends):
+  :mod:`frontend.lower.prefix_scan` walks the dimension once per row, O(n) instead of
+  O(n * length).
+* Windows of at most ``UNROLL`` taps (``UNROLL_SELECTS`` for float maximum/minimum),
+  pooling: the kernel walks the result's own row-major index space
+  (:meth:`KernelBuilder.elements_nd`, no division per element, the innermost dimension,
+  channels in NHWC, contiguous), and folds the body over the fully unrolled window.  A
+  tap is clamped into the input and guarded only where it may fall into the padding or
+  between base-dilated elements (conditions known from static ranges,
+  :func:`conv_direct.tap_index`; VALID windows have none): there it reads the init
+  value, as the spec's padded input does.  Elementwise consumers (avg_pool's divide) run
+  in the same kernel on the element (:meth:`FuncLowering.epilogue`).
+* Larger windows: the same walk with the window as a loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING
+
+from frontend.ir.core import Op
+from frontend.lower import prefix_scan, types
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
+from frontend.lower.driver import FuncLowering
+from frontend.lower.fused import Fused
+from frontend.lower.reduce import _ints, _padding
+from frontend.lower.registry import kernel
+
+if TYPE_CHECKING:  # conv_direct imports reduce, which imports this module to register it
+    from frontend.lower.conv_direct import Window
+
+UNROLL = 64
+"""Windows of at most this many taps are unrolled..."""
+UNROLL_SELECTS = 12
+"""...or of this many when the body selects (float maximum/minimum propagate NaN through
+selects): PoCL's LLVM takes time superlinear in such a chain's length (a 20-tap float max
+window: ~13 s to build, 35 taps: minutes)."""
+
+
+@dataclass(frozen=True)
+class Attrs:
+    """A reduce_window's window attributes, one entry per dimension."""
+
+    window: list[int]
+    strides: list[int]
+    base: list[int]
+    wdil: list[int]
+    pad: list[tuple[int, int]]
+
+    def conv_window(self) -> Window:
+        """The same window in :mod:`conv_direct`'s terms (base dilation = lhs dilation)."""
+        from frontend.lower.conv_direct import Window
+        return Window(self.strides, self.base, self.wdil, [False] * len(self.window),
+                      self.pad)
+
+
+def window_attrs(op: Op) -> Attrs:
+    """``op``'s window attributes (defaults filled in)."""
+    rank = len(types.shape(op.operand_group("inputs")[0]))
+    return Attrs(_ints(op, "window_dimensions", rank, 1), _ints(op, "window_strides", rank, 1),
+                 _ints(op, "base_dilations", rank, 1), _ints(op, "window_dilations", rank, 1),
+                 _padding(op, rank))
+
+
+@kernel("stablehlo.reduce_window")
+def reduce_window(lw: FuncLowering, op: Op) -> None:
+    """Per output element, fold the body over its window; padding and holes of the base
+    dilation read the init values (the spec's padded, dilated inputs)."""
+    attrs = window_attrs(op)
+    if prod(types.shape(op.results[0])) == 0 or prod(attrs.window) == 0:
+        _trivial(lw, op)
+        return
+    scan = prefix_scan.plan(op, attrs.window, attrs.strides, attrs.base, attrs.wdil, attrs.pad)
+    if scan is not None:
+        prefix_scan.lower(lw, op, scan)
+        return
+    if lw.defer_to_epilogue(op):
+        return
+    epilogue = lw.epilogue(op.results[0]) if len(op.results) == 1 else None
+    roots = [epilogue.root] if epilogue is not None else list(op.results)
+    outs = [lw.buffer_for(r) for r in roots]
+    out_shape = types.shape(op.results[0])
+    name = "reduce_window" + ("" if epilogue is None
+                              else "_" + roots[0].owner.name.split(".")[-1])  # type: ignore
+    with lw.kernel(name) as (k, f):
+        with k.elements_nd(out_shape) as oidx:
+            if prod(attrs.window) <= _unroll_limit(op):
+                values = _unrolled(k, f, op, attrs, oidx)
+            else:
+                values = _looped(k, f, op, attrs, oidx)
+            if epilogue is not None:
+                f.bound[op.results[0]] = values[0]
+                values = [f.value(epilogue.root, oidx)]
+                del f.bound[op.results[0]]
+            at = k.linear(oidx, out_shape)
+            for v, r, out in zip(values, roots, outs, strict=True):
+                k.store(v, out, types.elem(r), prod(out_shape), at)
+    lw.launch_last(groups_nd(out_shape))
+    for r, out in zip(roots, outs, strict=True):
+        lw.bind(r, out)
+
+
+def _unroll_limit(op: Op) -> int:
+    """The most taps to unroll for ``op``'s body."""
+    body = op.regions[0].block.ops
+    selects = any(o.name in ("stablehlo.select", "stablehlo.compare")
+                  or o.name in ("stablehlo.maximum", "stablehlo.minimum")
+                  and types.elem(o.results[0])[0] in "fbc" for o in body)
+    return UNROLL_SELECTS if selects else UNROLL
+
+
+def _trivial(lw: FuncLowering, op: Op) -> None:
+    """An empty result, or an empty window: every element is the init value."""
+    shape = types.shape(op.results[0])
+    for r, init in zip(op.results, op.operand_group("init_values"), strict=True):
+        out = lw.buffer_for(r)
+        if prod(shape):
+            with lw.kernel("reduce_window_init") as (k, f):
+                with k.elements_nd(shape) as idx:
+                    k.store(f.value(init, []), out, types.elem(r), prod(shape),
+                            k.linear(idx, shape))
+            lw.launch_last(groups_nd(shape))
+        lw.bind(r, out)
+
+
+def _unrolled(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
+              oidx: list[IndexExpr]) -> list[str]:
+    """The body folded over every tap of the window of ``oidx``, in row-major tap order."""
+    from frontend.lower.conv_direct import all_of, tap_index
+    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
+    in_shape, out_shape = types.shape(inputs[0]), types.shape(op.results[0])
+    win = attrs.conv_window()
+    taps = [[tap_index(k, win, d, w, attrs.window[d], oidx[d], (in_shape[d], out_shape[d]))
+             for w in range(attrs.window[d])] for d in range(len(in_shape))]
+    init = [f.value(v, []) for v in inits]
+    accs = init
+    for tap in itertools.product(*(range(n) for n in attrs.window)):
+        src = [taps[d][w][0] for d, w in enumerate(tap)]
+        conds = [taps[d][w][1] for d, w in enumerate(tap)]
+        if False in conds:
+            xs = init
+        else:
+            xs = [f.value(v, src) for v in inputs]
+            real = [c for c in conds if c is not True]
+            if real:
+                ok = all_of(k, real)  # type: ignore[arg-type]
+                xs = [k.select(ok, x, i, types.elem(v))
+                      for x, i, v in zip(xs, init, inputs, strict=True)]
+        with k.scope():  # the body once per tap, not memoized across taps
+            accs = f.body(op.regions[0].block, accs + xs)
+    return accs
+
+
+def _looped(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
+            oidx: list[IndexExpr]) -> list[str]:
+    """The body folded over the window of ``oidx`` as a loop over its taps."""
+    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
+    in_shape = types.shape(inputs[0])
+    ts = [types.elem(r) for r in op.results]
+    init = [f.value(v, []) for v in inits]
+    with k.loop(0, prod(attrs.window), init, ts) as loop:
+        widx = k.delinearize(loop.var, attrs.window)
+        ok = k.const(True, "i1")
+        src: list[IndexExpr] = []
+        for d in range(len(in_shape)):
+            p = k.idx(k.isub(k.iadd(k.imul(oidx[d], attrs.strides[d]),
+                                    k.imul(widx[d], attrs.wdil[d])), attrs.pad[d][0]))
+            b = attrs.base[d]
+            q = k.arith("div", p, k.idx(b), "index") if b > 1 else p
+            conds = [k.cmp("ge", p, k.idx(0), "index"),
+                     k.cmp("lt", q, k.idx(in_shape[d]), "index")]
+            if b > 1:
+                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(b), "index"), k.idx(0),
+                                   "index"))
+            for c in conds:
+                ok = k.arith("and", ok, c, "i1")
+            src.append(k.select(conds[0], q, k.idx(0), "index"))
+        xs = [k.branch(ok, t, lambda v=v: f.value(v, src), lambda a=a: a)
+              for v, t, a in zip(inputs, ts, init, strict=True)]
+        f.bound.clear()
+        loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+    return loop.results
