@@ -21,10 +21,10 @@ import numpy as np
 from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, groups_nd
+from frontend.lower.chlo_scan_loop import lower_scan_loop
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import ELEMENTWISE, Fused
 from frontend.lower.registry import ELEMENTAL, KERNEL, kernel
-from tensorlang.diagnostics import CompileError
 
 
 def _slice_shape(op: Op, dim: int) -> tuple[int, ...]:
@@ -72,8 +72,8 @@ def scan(lw: FuncLowering, op: Op) -> None:
     dim = int(op.attr("dimension", 0))
     shape = _slice_shape(op, dim)
     if not _pointwise(op, shape):
-        raise CompileError.at(op.loc, "'chlo.scan' whose body is not elementwise over the "
-                              "slice is not supported yet")
+        lower_scan_loop(lw, op)
+        return
     inputs = op.operand_group("inputs")
     length = types.shape(inputs[0])[dim] if inputs else 0
     for o in op.regions[0].block.ops:  # other constants are read from buffers

@@ -1,6 +1,6 @@
-"""chlo.scan with elementwise bodies: cumulative sums/products/maxima along any
-dimension, forwards and reversed, several inputs and carries, against numpy on random
-data; a body that is not elementwise over the slice is refused with a diagnostic."""
+"""chlo.scan: elementwise bodies (one kernel) giving cumulative sums/products/maxima
+along any dimension, forwards and reversed, several inputs and carries; other bodies (a
+reduction, a matrix product, a reverse) as a while loop; against numpy on random data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import compile_stablehlo
 from tensorlang.diagnostics import CompileError
 from tests.lowering.conftest import run
 from tests.lowering.interpret_files import interpret_failures
@@ -57,6 +56,19 @@ def test_cumulative_ops_match_numpy(shape: tuple[int, ...], dim: int, op: str,
     np.testing.assert_allclose(carry, want_carry, rtol=1e-5, atol=1e-5)
 
 
+def test_elementwise_body_is_one_kernel_and_others_a_loop() -> None:
+    from frontend.lower import lower_function
+
+    text = _scan((6, 40), 1, "f32", "add", False)
+    kernels = lower_function(frontend.parse(text), "main").kernels
+    assert kernels.count("func @") == 1 and "_scan(" in kernels
+    looped = text.replace("%1 = stablehlo.add %a, %c : tensor<6xf32>",
+                          "%r = stablehlo.reverse %a, dims = [0] : tensor<6xf32>\n"
+                          "    %1 = stablehlo.add %r, %c : tensor<6xf32>")
+    kernels = lower_function(frontend.parse(looped), "main").kernels
+    assert "_while(" in kernels and "_scan(" not in kernels  # here a device loop
+
+
 def test_integer_cumsum_is_exact() -> None:
     x = RNG.integers(-1000, 1000, (7, 300)).astype(np.int32)
     init = RNG.integers(-5, 5, (7,)).astype(np.int32)
@@ -100,7 +112,8 @@ def test_empty_scan_gives_the_inits() -> None:
     np.testing.assert_array_equal(carry, init)
 
 
-def test_body_not_elementwise_over_the_slice_is_refused() -> None:
+def test_body_reducing_the_slice_runs_as_a_loop() -> None:
+    """carry = carry + sum(row): not elementwise over the slice, so the while loop."""
     text = """func.func public @main(%x: tensor<5x3xf32>, %c: tensor<f32>)
     -> (tensor<5xf32>, tensor<f32>) {
   %0:2 = chlo.scan(%x) inits(%c) dimension=0 {
@@ -114,20 +127,55 @@ def test_body_not_elementwise_over_the_slice_is_refused() -> None:
   return %0#0, %0#1 : tensor<5xf32>, tensor<f32>
 }
 """
-    frontend.parse(text)  # valid
-    with pytest.raises(CompileError, match="'chlo.scan' whose body is not elementwise"):
-        compile_stablehlo(text)
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    c = np.float32(0.75)
+    out, carry = run(text, x, np.array(c))
+    want = c + np.cumsum(x.sum(axis=1))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(carry, want[-1], rtol=1e-5, atol=1e-5)
 
 
-def test_body_reading_other_elements_is_refused() -> None:
+def test_rnn_like_body_with_a_matrix_product_reversed() -> None:
+    """h = tanh(x_t + h @ W) over dimension 1, from the end; outputs every h."""
+    b, t, d = 3, 6, 4
+    x = RNG.standard_normal((b, t, d)).astype(np.float32)
+    w = (0.5 * RNG.standard_normal((d, d))).astype(np.float32)
+    h0 = RNG.standard_normal((b, d)).astype(np.float32)
+    text = f"""func.func public @main(%x: tensor<{b}x{t}x{d}xf32>, %w: tensor<{d}x{d}xf32>,
+    %h: tensor<{b}x{d}xf32>) -> (tensor<{b}x{t}x{d}xf32>, tensor<{b}x{d}xf32>) {{
+  %0:2 = chlo.scan(%x) inits(%h) dimension=1 attributes {{is_reverse = true}} {{
+  ^bb0(%xt: tensor<{b}x{d}xf32>, %hp: tensor<{b}x{d}xf32>):
+    %m = stablehlo.dot_general %hp, %w, contracting_dims = [1] x [0]
+        : (tensor<{b}x{d}xf32>, tensor<{d}x{d}xf32>) -> tensor<{b}x{d}xf32>
+    %s = stablehlo.add %xt, %m : tensor<{b}x{d}xf32>
+    %y = stablehlo.tanh %s : tensor<{b}x{d}xf32>
+    stablehlo.return %y, %y : tensor<{b}x{d}xf32>, tensor<{b}x{d}xf32>
+  }} : (tensor<{b}x{t}x{d}xf32>, tensor<{b}x{d}xf32>)
+      -> (tensor<{b}x{t}x{d}xf32>, tensor<{b}x{d}xf32>)
+  return %0#0, %0#1 : tensor<{b}x{t}x{d}xf32>, tensor<{b}x{d}xf32>
+}}
+"""
+    out, carry = run(text, x, w, h0)
+    h, want = h0, np.zeros_like(x)
+    for i in reversed(range(t)):
+        h = np.tanh(x[:, i] + h @ w)
+        want[:, i] = h
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(carry, h, rtol=1e-5, atol=1e-5)
+
+
+def test_body_reading_other_elements_runs_as_a_loop() -> None:
     """A reverse inside the body reads another element of the slice."""
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    init = RNG.standard_normal(3).astype(np.float32)
     text = _scan((5, 3), 0, "f32", "add", False).replace(
         "%1 = stablehlo.add %a, %c : tensor<3xf32>",
         "%r = stablehlo.reverse %a, dims = [0] : tensor<3xf32>\n"
         "    %1 = stablehlo.add %r, %c : tensor<3xf32>")
-    frontend.parse(text)
-    with pytest.raises(CompileError, match="'chlo.scan' whose body is not elementwise"):
-        compile_stablehlo(text)
+    out, carry = run(text, x, init)
+    want = init + np.cumsum(x[:, ::-1], axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(carry, want[-1], rtol=1e-5, atol=1e-5)
 
 
 def test_non_splat_constant_in_the_body() -> None:
