@@ -210,7 +210,7 @@ def _run_parallel(part: Module, op: Op, inputs: list[Any], session: Session) -> 
         raise TlcError(f"needs MPI: interpreter.run_parallel of {len(programs)} replica(s) x "
                        f"{len(programs[0])} partition(s) runs {n} processes "
                        f"(backend_opencl.distributed is not available: {err})") from None
-    return list(run_parallel(str(part), programs, inputs,
+    return list(run_parallel(str(part), programs, inputs, device=session.device,
                              infeed=[a for q in infeed for a in q]))
 
 
