@@ -11,13 +11,16 @@ folded again changes nothing), the result is the running fold ``acc = body(acc, 
 from ``acc = init``, walked once along the dimension:
 
 * the scanned dimension innermost (rows): each work-item walks whole rows, about
-  ``CHUNK`` elements per work-group, the accumulator in a register;
+  ``CHUNK`` elements per work-group, the accumulator in a register; few long rows are
+  cut into segments: one kernel folds each segment, a second walks each segment from
+  the fold of the segments before it (adds then associate by segment);
 * otherwise: a work-group takes one index of the dimensions before ``axis`` and a block
   of the dimensions after it (contiguous in memory); a sequential loop along ``axis``
   runs a ``foreach`` over the block, each element folded with the previous step's
   result read back from the output (vectorisable, contiguous rows).
 
-Floating-point adds are summed in sequence order, as a sequential reference would.
+Floating-point adds are otherwise summed in sequence order, as a sequential reference
+would.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ IDENTITY = {"stablehlo.add": 0, "stablehlo.multiply": 1}
 BLOCK = 256
 """Most elements of the dimensions after the scanned one per work-group."""
 MIN_GROUPS = 8
+"""Fewest work-groups a column scan is cut into (while blocks of 32 or more remain)."""
+FEW_ROWS = 16
+SEGMENT = 4096
+SEGMENTS = 64
+"""Fewer than ``FEW_ROWS`` rows of at least ``2 * SEGMENT`` elements are cut into about
+``SEGMENTS`` segments (of at least ``SEGMENT``) in all."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +141,11 @@ def _fold(f: Fused, op: Op, acc: str, x: str) -> str:
 
 
 def _rows(lw: FuncLowering, op: Op, scan: Scan, out: int) -> None:
-    """Each work-item walks whole rows, the accumulator in a register."""
-    x = op.operand_group("inputs")[0]
-    t, n = types.elem(op.results[0]), types.size(op.results[0])
+    """Each work-item walks whole rows, the accumulator in a register; few long rows are
+    cut into segments (:func:`_segments`)."""
+    if scan.pre < FEW_ROWS and scan.length >= 2 * SEGMENT:
+        _segments(lw, op, scan, out)
+        return
     per = max(1, CHUNK // scan.length)
     groups = -(-scan.pre // per)
     with lw.kernel("scan") as (k, f):
@@ -143,13 +154,51 @@ def _rows(lw: FuncLowering, op: Op, scan: Scan, out: int) -> None:
         with k.block(f"foreach {r} = {k.idx(lo)}, "
                      f"{k.idx(clamp(k, k.iadd(lo, per), scan.pre))} : index {{"):
             init = f.value(op.operand_group("init_values")[0], [])
-            row = k.imul(r, scan.length)
-            with k.loop(0, scan.length, [init], [t]) as loop:
-                j = _step(k, scan, loop.var)
-                acc = _fold(f, op, loop.carried[0], f.value(x, _at(k, op, scan, r, j, 0)))
-                k.store(acc, out, t, n, k.iadd(row, j))
-                loop.yields = [acc]
+            _walk(k, f, op, scan, out, (r, 0, scan.length), init)
     lw.launch_last(groups)
+
+
+def _walk(k: KernelBuilder, f: Fused, op: Op, scan: Scan, out: int | None,
+          span: tuple[IndexExpr, IndexExpr, IndexExpr], acc: str) -> str:
+    """Fold steps ``[lo, hi)`` of row ``r`` (``span``) into ``acc``, storing each running
+    value into ``out`` (when given); the last value."""
+    x = op.operand_group("inputs")[0]
+    t, n = types.elem(op.results[0]), types.size(op.results[0])
+    r, lo, hi = span
+    row = k.imul(r, scan.length)
+    with k.loop(lo, hi, [acc], [t]) as loop:
+        j = _step(k, scan, loop.var)
+        value = _fold(f, op, loop.carried[0], f.value(x, _at(k, op, scan, r, j, 0)))
+        if out is not None:
+            k.store(value, out, t, n, k.iadd(row, j))
+        loop.yields = [value]
+    return loop.results[0]
+
+
+def _segments(lw: FuncLowering, op: Op, scan: Scan, out: int) -> None:
+    """Rows cut into about ``SEGMENTS`` segments in all: one kernel folds each segment,
+    a second walks each segment again from the fold of the segments before it (so the
+    float sums associate by segment)."""
+    t = types.elem(op.results[0])
+    seg = max(SEGMENT, -(-scan.pre * scan.length // SEGMENTS))
+    count = -(-scan.length // seg)
+    total = scan.pre * count
+    partial = lw.new_buffer(t, (total,))
+    for name in ("scan_partial", "scan"):
+        with lw.kernel(name) as (k, f):
+            g = group(k, total)
+            r, s = k.delinearize(g, [scan.pre, count])
+            lo = k.imul(s, seg)
+            span = (r, lo, clamp(k, k.iadd(lo, seg), scan.length))
+            acc = f.value(op.operand_group("init_values")[0], [])
+            if name == "scan_partial":
+                k.store(_walk(k, f, op, scan, None, span, acc), partial, t, total, g)
+            else:
+                with k.loop(k.imul(r, count), g, [acc], [t]) as loop:
+                    loop.yields = [_fold(f, op, loop.carried[0],
+                                         k.load(partial, t, total, loop.var))]
+                _walk(k, f, op, scan, out, span, loop.results[0])
+        lw.launch_last(total)
 
 
 def _columns(lw: FuncLowering, op: Op, scan: Scan, out: int) -> None:

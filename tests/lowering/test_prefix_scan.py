@@ -73,6 +73,17 @@ def test_cumsum_i32_wide_columns(reverse: bool) -> None:
     check(x, "add", "0", 1, reverse)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_rows_in_segments(reverse: bool) -> None:
+    """Few long rows: segments folded, then walked from the fold of those before."""
+    assert 3 < prefix_scan.FEW_ROWS and 2 * prefix_scan.SEGMENT <= 9000
+    kernels = check(RNG.standard_normal((3, 9000)), "add", "0.0", 1, reverse, tol=1e-9)
+    assert "func @k0_scan_partial" in kernels and "func @k1_scan" in kernels
+    x = RNG.integers(-10**6, 10**6, size=(1, 2, 9001)).astype(np.int32)
+    check(x, "add", "0", 2, reverse)
+    check(x, "maximum", str(-2**31), 2, not reverse)
+
+
 def test_cumprod_f64() -> None:
     x = RNG.uniform(0.5, 1.5, size=SHAPE)
     check(x, "multiply", "1.0", 1, False, tol=1e-12)
