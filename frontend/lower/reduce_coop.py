@@ -48,13 +48,13 @@ def element_index(k: KernelBuilder, op: Op, dims: list[int], oidx: list[IndexExp
 
 
 def cooperative(lw: FuncLowering, op: Op, dims: list[int], outs: list[int]) -> None:
-    """Fold every output with a work-group (see the module docstring); a one-result
-    reduce over the trailing dimensions of many rows runs as a row kernel instead
-    (``reduce_rows.fold_rows_into``)."""
+    """Fold every output with a work-group (see the module docstring); a reduce over the
+    trailing dimensions runs as a row kernel instead (``reduce_rows.fold_rows_into``,
+    ``fold_slices_into``: many rows, or few long ones in slices)."""
     from frontend.lower.reduce import _fold_partials
-    from frontend.lower.reduce_rows import fold_rows_into
+    from frontend.lower.reduce_rows import fold_rows_into, fold_slices_into
 
-    if len(outs) == 1 and fold_rows_into(lw, op, outs[0]):
+    if fold_rows_into(lw, op, outs) or fold_slices_into(lw, op, outs):
         return
     in_shape = types.shape(op.operand_group("inputs")[0])
     length = prod(in_shape[d] for d in dims)

@@ -105,9 +105,11 @@ def plan_rows(source: Value, after: Sequence[Op], uses: dict[Value, int],
     return RowGroup(op.results[0], root, values, reduces, rank, stash)
 
 
-def _trailing(op: Op) -> bool:
-    """A one-result reduce over the trailing dimensions of rows longer than one element."""
-    if len(op.results) != 1 or is_quantized(op.results[0].type):
+def _trailing(op: Op, variadic: bool = False) -> bool:
+    """A reduce over the trailing dimensions of rows longer than one element (one result
+    unless ``variadic``)."""
+    if (len(op.results) != 1 and not variadic) or any(
+            is_quantized(r.type) for r in op.results):
         return False
     shape = types.shape(op.operand_group("inputs")[0])
     dims = sorted(int(d) for d in op.attr("dimensions"))  # type: ignore[union-attr]
@@ -170,25 +172,70 @@ def lower_rows(lw: FuncLowering, group: RowGroup) -> None:
     lw.bind(group.root, out)
 
 
-def fold_rows_into(lw: FuncLowering, op: Op, out: int) -> bool:
-    """Lower a one-result reduce over the trailing dimensions of many rows (``COOP_ROWS``
-    or more) as a row kernel of its own storing into ``out``: one work-item per row with
-    ``UNROLL`` accumulators, which vectorise, instead of a work-group per row, whose
-    work-items PoCL runs one after the other (``x.max(1)`` of 512 x 512 f32: ~130 ->
-    ~25 us).  False (nothing lowered) for other reduces."""
-    if not ENABLED or not _trailing(op):
+def fold_rows_into(lw: FuncLowering, op: Op, outs: list[int]) -> bool:
+    """Lower a reduce over the trailing dimensions of many rows (``COOP_ROWS`` or more)
+    as a row kernel of its own storing result i into ``outs[i]``: one work-item per row
+    with up to ``UNROLL`` accumulators per result, which vectorise, instead of a
+    work-group per row, whose work-items PoCL runs one after the other (512 x 512 f32:
+    ``x.max(1)`` ~130 -> ~40 us, a variadic argmax ~185 -> ~60 us).  False (nothing
+    lowered) for other reduces."""
+    if not ENABLED or not _trailing(op, variadic=True):
         return False
     shape = types.shape(op.operand_group("inputs")[0])
     rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
     rows, length = prod(shape[:rank]), prod(shape[rank:])
     if rows < COOP_ROWS:
         return False
-    result = op.results[0]
-    group = RowGroup(result, result, frozenset(), (op,), rank)
     per = max(1, CHUNK // length)
     with lw.kernel("rows_reduce") as (k, f):
-        _per_row(k, f, group, (shape, per), out)
+        lo = k.imul(reduce_coop.group(k, -(-rows // per)), per)
+        hi = reduce_coop.clamp(k, k.iadd(lo, per), rows)
+        r = k.fresh("r")
+        with k.block(f"foreach {r} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
+            values = _fold_row(k, f, op, k.delinearize(r, shape[:rank]), length)
+            for result, value, out in zip(op.results, values, outs, strict=True):
+                k.store(value, out, types.elem(result), rows, r)
     lw.launch_last(-(-rows // per))
+    return True
+
+
+SLICE_MIN = 16384
+"""Rows at least this long, fewer than ``COOP_ROWS`` of them, are folded in slices."""
+SLICES = 64
+"""Slices (work-items) a row-slice fold aims at across all rows."""
+
+
+def fold_slices_into(lw: FuncLowering, op: Op, outs: list[int]) -> bool:
+    """Lower a reduce over the trailing dimensions of few long rows (``x.min()`` included)
+    as slices of each row folded by one work-item each (up to ``UNROLL`` accumulators,
+    vectorised), then their partial results folded per row (``reduce._fold_partials``):
+    PoCL runs a cooperative work-group's work-items one after the other (``x.min()`` of
+    512 x 512 f32: ~70 -> ~20 us).  False (nothing lowered) for other reduces."""
+    from frontend.lower.reduce import _fold_partials
+
+    if not ENABLED or not _trailing(op, variadic=True):
+        return False
+    shape = types.shape(op.operand_group("inputs")[0])
+    rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
+    rows, length = prod(shape[:rank]), prod(shape[rank:])
+    slices = 1
+    while rows * slices * 2 <= SLICES and length % (slices * 2 * UNROLL) == 0:
+        slices *= 2
+    if rows >= COOP_ROWS or length < SLICE_MIN or slices == 1:
+        return False
+    chunk = length // slices
+    partials = [lw.new_buffer(types.elem(r), (rows, slices)) for r in op.results]
+    with lw.kernel("rows_partials") as (k, f):
+        v = k.fresh("v")
+        g = reduce_coop.group(k, rows * slices)
+        with k.block(f"foreach {v} = {k.idx(g)}, {k.idx(k.iadd(g, 1))} : index {{"):
+            ridx = k.delinearize(k.idiv(v, slices), shape[:rank])
+            part = (k.imul(k.irem(v, slices), chunk), False)
+            values = _fold_row(k, f, op, ridx, chunk, part)
+            for result, value, out in zip(op.results, values, partials, strict=True):
+                k.store(value, out, types.elem(result), rows * slices, v)
+    lw.launch_last(rows * slices)
+    _fold_partials(lw, op, partials, outs, slices)
     return True
 
 
@@ -205,37 +252,47 @@ def _per_row(k: KernelBuilder, f: Fused, group: RowGroup, sizes: tuple[list[int]
         row = (shape, k.delinearize(r, shape[:rank]), r)
         for red in group.reduces:
             _write_stash(k, f, group, row, out, red)
-            f.bound[red.results[0]] = _fold_row(k, f, red, row[1], length)
+            f.bound[red.results[0]] = _fold_row(k, f, red, row[1], length)[0]
         _write_root(k, f, group, row, out)
     _forget(f, group)
 
 
 def _fold_row(k: KernelBuilder, f: Fused, red: Op, ridx: list[IndexExpr],
-              length: int) -> str:
-    """The reduce's value for row ``ridx``: up to ``UNROLL`` accumulators over the row
-    (as many as split it evenly), combined in order, then folded into the init value."""
-    x = red.operand_group("inputs")[0]
-    t = types.elem(red.results[0])
-    tail = types.shape(x)[len(ridx):]
+              length: int, part: tuple[IndexExpr, bool] = (0, True)) -> list[str]:
+    """The reduce's values for row ``ridx``: up to ``UNROLL`` accumulators (of every
+    result) over the row (as many as split it evenly), combined in order, then folded
+    into the init values.  ``part``: (offset, fold_init): fold only the ``length``
+    elements of the row from ``offset`` on, without the init values when not
+    ``fold_init`` (a slice's partial result)."""
+    xs = red.operand_group("inputs")
+    ts = [types.elem(r) for r in red.results]
+    tail = types.shape(xs[0])[len(ridx):]
+    offset, fold_init = part
 
-    def at(i: IndexExpr) -> str:
-        return f.value(x, [*ridx, *k.delinearize(i, tail)])
+    def at(i: IndexExpr) -> list[str]:
+        idx = [*ridx, *k.delinearize(k.iadd(offset, i), tail)]
+        return [f.value(x, idx) for x in xs]
 
+    n = len(xs)
     unroll = next((u for u in (UNROLL, 8, 4, 2) if u <= UNROLL and length % u == 0
                    and length >= 2 * u), 1)
-    inits = [at(j) for j in range(unroll)]
-    with k.loop(unroll, length, inits, [t] * unroll, step=unroll) as loop:
+    inits = [v for j in range(unroll) for v in at(j)]
+    with k.loop(unroll, length, inits, ts * unroll, step=unroll) as loop:
         ys = []
         for j in range(unroll):
             with k.scope():
-                ys += _combine(f, red, [loop.carried[j], at(k.iadd(loop.var, j))])
+                ys += _combine(f, red, [*loop.carried[j * n:(j + 1) * n],
+                                        *at(k.iadd(loop.var, j))])
         loop.yields = ys
-    acc = loop.results[0]
+    acc = loop.results[:n]
     for j in range(1, unroll):
         with k.scope():
-            acc = _combine(f, red, [acc, loop.results[j]])[0]
+            acc = _combine(f, red, [*acc, *loop.results[j * n:(j + 1) * n]])
+    if not fold_init:
+        return acc
+    inits = [f.value(v, []) for v in red.operand_group("init_values")]
     with k.scope():
-        return _combine(f, red, [f.value(red.operand_group("init_values")[0], []), acc])[0]
+        return _combine(f, red, [*inits, *acc])
 
 
 def _combine(f: Fused, red: Op, args: list[str]) -> list[str]:
