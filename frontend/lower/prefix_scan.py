@@ -186,18 +186,20 @@ def _segments(lw: FuncLowering, op: Op, scan: Scan, out: int) -> None:
     partial = lw.new_buffer(t, (total,))
     for name in ("scan_partial", "scan"):
         with lw.kernel(name) as (k, f):
-            g = group(k, total)
-            r, s = k.delinearize(g, [scan.pre, count])
-            lo = k.imul(s, seg)
-            span = (r, lo, clamp(k, k.iadd(lo, seg), scan.length))
-            acc = f.value(op.operand_group("init_values")[0], [])
-            if name == "scan_partial":
-                k.store(_walk(k, f, op, scan, None, span, acc), partial, t, total, g)
-            else:
-                with k.loop(k.imul(r, count), g, [acc], [t]) as loop:
-                    loop.yields = [_fold(f, op, loop.carried[0],
-                                         k.load(partial, t, total, loop.var))]
-                _walk(k, f, op, scan, out, span, loop.results[0])
+            g0 = group(k, total)
+            g = k.fresh("i")  # one work-item per segment
+            with k.block(f"foreach {g} = {k.idx(g0)}, {k.idx(k.iadd(g0, 1))} : index {{"):
+                r, s = k.delinearize(g, [scan.pre, count])
+                lo = k.imul(s, seg)
+                span = (r, lo, clamp(k, k.iadd(lo, seg), scan.length))
+                acc = f.value(op.operand_group("init_values")[0], [])
+                if name == "scan_partial":
+                    k.store(_walk(k, f, op, scan, None, span, acc), partial, t, total, g)
+                else:
+                    with k.loop(k.imul(r, count), g, [acc], [t]) as loop:
+                        loop.yields = [_fold(f, op, loop.carried[0],
+                                             k.load(partial, t, total, loop.var))]
+                    _walk(k, f, op, scan, out, span, loop.results[0])
         lw.launch_last(total)
 
 
