@@ -13,7 +13,8 @@
   :func:`conv_direct.tap_index`; VALID windows have none): there it reads the init
   value, as the spec's padded input does.  Elementwise consumers (avg_pool's divide) run
   in the same kernel on the element (:meth:`FuncLowering.epilogue`).
-* Larger windows: the same walk with the window as a loop.
+* Larger windows: the same walk with a loop over the taps of every windowed dimension
+  but the last, whose taps are unrolled inside it (when short enough).
 """
 
 from __future__ import annotations
@@ -131,17 +132,27 @@ def _trivial(lw: FuncLowering, op: Op) -> None:
 def _unrolled(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
               oidx: list[IndexExpr]) -> list[str]:
     """The body folded over every tap of the window of ``oidx``, in row-major tap order."""
+    init = [f.value(v, []) for v in op.operand_group("init_values")]
+    return _fold_taps(k, f, op, attrs, oidx, ({}, True), init)
+
+
+def _fold_taps(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs, oidx: list[IndexExpr],
+               fixed: tuple[dict[int, IndexExpr], str | bool], accs: list[str]) -> list[str]:
+    """``accs`` folded with the taps of every dimension not in ``fixed`` (unrolled,
+    row-major); ``fixed`` gives the input index of the other dimensions and whether it is
+    a real element (True: always, False: never)."""
     from frontend.lower.conv_direct import all_of, tap_index
     inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
     in_shape, out_shape = types.shape(inputs[0]), types.shape(op.results[0])
+    at, guard = fixed
     win = attrs.conv_window()
-    taps = [[tap_index(k, win, d, w, attrs.window[d], oidx[d], (in_shape[d], out_shape[d]))
+    taps = [[(at[d], True)] if d in at else
+            [tap_index(k, win, d, w, attrs.window[d], oidx[d], (in_shape[d], out_shape[d]))
              for w in range(attrs.window[d])] for d in range(len(in_shape))]
     init = [f.value(v, []) for v in inits]
-    accs = init
-    for tap in itertools.product(*(range(n) for n in attrs.window)):
+    for tap in itertools.product(*(range(len(t)) for t in taps)):
         src = [taps[d][w][0] for d, w in enumerate(tap)]
-        conds = [taps[d][w][1] for d, w in enumerate(tap)]
+        conds = [taps[d][w][1] for d, w in enumerate(tap)] + [guard]
         if False in conds:
             xs = init
         else:
@@ -158,30 +169,45 @@ def _unrolled(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
 
 def _looped(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
             oidx: list[IndexExpr]) -> list[str]:
-    """The body folded over the window of ``oidx`` as a loop over its taps."""
-    inputs, inits = op.operand_group("inputs"), op.operand_group("init_values")
-    in_shape = types.shape(inputs[0])
+    """The body folded over the window of ``oidx``: a loop over the taps of every
+    dimension but the last with a window (unrolled inside, when short enough)."""
+    window = attrs.window
+    in_shape = types.shape(op.operand_group("inputs")[0])
+    last = max(d for d in range(len(window)) if window[d] > 1)
+    looped = [d for d in range(len(window)) if window[d] > 1
+              and (d != last or window[d] > _unroll_limit(op))]
     ts = [types.elem(r) for r in op.results]
-    init = [f.value(v, []) for v in inits]
-    with k.loop(0, prod(attrs.window), init, ts) as loop:
-        widx = k.delinearize(loop.var, attrs.window)
-        ok = k.const(True, "i1")
-        src: list[IndexExpr] = []
-        for d in range(len(in_shape)):
-            p = k.idx(k.isub(k.iadd(k.imul(oidx[d], attrs.strides[d]),
-                                    k.imul(widx[d], attrs.wdil[d])), attrs.pad[d][0]))
-            b = attrs.base[d]
-            q = k.arith("div", p, k.idx(b), "index") if b > 1 else p
-            conds = [k.cmp("ge", p, k.idx(0), "index"),
-                     k.cmp("lt", q, k.idx(in_shape[d]), "index")]
-            if b > 1:
-                conds.append(k.cmp("eq", k.arith("rem", p, k.idx(b), "index"), k.idx(0),
-                                   "index"))
-            for c in conds:
-                ok = k.arith("and", ok, c, "i1")
-            src.append(k.select(conds[0], q, k.idx(0), "index"))
-        xs = [k.branch(ok, t, lambda v=v: f.value(v, src), lambda a=a: a)
-              for v, t, a in zip(inputs, ts, init, strict=True)]
+    init = [f.value(v, []) for v in op.operand_group("init_values")]
+    with k.loop(0, prod(window[d] for d in looped), init, ts) as loop:
+        widx = k.delinearize(loop.var, [window[d] for d in looped])
+        at: dict[int, IndexExpr] = {}
+        ok: str | bool = True
+        for d, w in zip(looped, widx, strict=True):
+            at[d], real = _loop_tap(k, attrs, d, (oidx[d], w), in_shape[d])
+            if ok is False or real is False or ok is True:
+                ok = ok and real
+            else:
+                ok = k.arith("and", ok, real, "i1")  # type: ignore[arg-type]
         f.bound.clear()
-        loop.yields = f.body(op.regions[0].block, loop.carried + xs)
+        loop.yields = _fold_taps(k, f, op, attrs, oidx, (at, ok), loop.carried)
     return loop.results
+
+
+def _loop_tap(k: KernelBuilder, attrs: Attrs, d: int, at: tuple[IndexExpr, IndexExpr],
+              size: int) -> tuple[IndexExpr, str | bool]:
+    """The input index (clamped into the input) that tap ``w`` of dimension ``d`` reads
+    at output index ``o`` (``at``), and whether it is a real element (not padding or a
+    hole; False for an empty input)."""
+    if size == 0:
+        return 0, False
+    o, w = at
+    p = k.idx(k.isub(k.iadd(k.imul(o, attrs.strides[d]), k.imul(w, attrs.wdil[d])),
+                     attrs.pad[d][0]))
+    b = attrs.base[d]
+    q = k.arith("div", p, k.idx(b), "index") if b > 1 else p
+    ok = k.arith("and", k.cmp("ge", p, k.idx(0), "index"),
+                 k.cmp("lt", q, k.idx(size), "index"), "i1")
+    if b > 1:
+        ok = k.arith("and", ok, k.cmp("eq", k.arith("rem", p, k.idx(b), "index"), k.idx(0),
+                                      "index"), "i1")
+    return k.iclamp(q, 0, size - 1), ok

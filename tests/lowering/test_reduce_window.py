@@ -140,3 +140,26 @@ def test_variadic() -> None:
     win = Window((2, 2), (1, 2))
     np.testing.assert_array_equal(got[0], reference(x, np.float32(-np.inf), "maximum", win))
     np.testing.assert_array_equal(got[1], reference(y, np.float32(np.inf), "minimum", win))
+
+
+def test_looped_dilations_float_max() -> None:
+    """A float max window over UNROLL_SELECTS taps: its leading windowed dimensions are a
+    loop (base and window dilation, padding, strides checked at run time), the last one
+    unrolled inside."""
+    x = data((5, 6, 4), np.float32)
+    win = Window((3, 5, 2), (2, 1, 1), base=(2, 1, 2), wdil=(1, 2, 1),
+                 pad=((1, 2), (3, 1), (0, 1)))
+    check(x, "maximum", -np.inf, NEG_INF[np.float32], win)
+
+
+def test_one_long_window_dimension() -> None:
+    """A window longer than UNROLL along one dimension: every tap in the loop."""
+    x = data((3, 80), np.float64)
+    check(x, "add", 0.5, "0.5", Window((1, UNROLL + 6), (1, 3), pad=((0, 0), (5, 9))),
+          tol=1e-12)
+
+
+def test_empty_input_looped() -> None:
+    """An empty input under a looped window: padding only, no load."""
+    x = np.zeros((2, 0), np.float32)
+    check(x, "add", 1.0, "1.0", Window((1, UNROLL + 2), pad=((0, 0), (UNROLL, 3))))
