@@ -99,7 +99,7 @@ class _Staging:
         self.free: dict[tuple[int, int], list[np.ndarray]] = {}
         self.kept = 0
         self.limit = limit
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a lease may return a block from a GC run inside
 
     def take(self, nbytes: int, align: int) -> np.ndarray:
         """An aligned byte array of ``nbytes``."""
@@ -119,6 +119,33 @@ class _Staging:
 
 
 _STAGING = _Staging()
+_RESULTS = _Staging()
+
+
+class _Lease:
+    """The owner of a pooled block while arrays over it live (numpy keeps it as their
+    base): when the last of them is gone, the block goes back to the pool."""
+
+    __slots__ = ("block", "align", "__array_interface__")
+
+    def __init__(self, block: np.ndarray, align: int) -> None:
+        self.block = block
+        self.align = align
+        self.__array_interface__ = block.__array_interface__
+
+    def __del__(self) -> None:
+        try:
+            _RESULTS.give(self.block, self.align)
+        except Exception:  # noqa: BLE001, S110 (interpreter shutdown: nothing to return to)
+            pass
+
+
+def leased_empty(nbytes: int, align: int) -> np.ndarray:
+    """An uninitialized ``align``-aligned byte array for a result handed to the caller:
+    its memory comes from a pool of blocks and returns to it only when this array and
+    every view of it are gone, so it never aliases a live array, and a warm call reuses
+    memory that is already mapped (a fresh large array costs a page fault per page)."""
+    return np.asarray(_Lease(_RESULTS.take(nbytes, align), align))
 
 
 def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,

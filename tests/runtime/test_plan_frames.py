@@ -178,3 +178,32 @@ def _at(x: np.ndarray, shift: int) -> np.ndarray:
     out = raw[shift:].view(x.dtype).reshape(x.shape)
     out[...] = x
     return out
+
+
+def test_result_memory_is_reused_only_after_the_result_is_gone(monkeypatch) -> None:
+    monkeypatch.setattr(plan_exec, "POISON", False)
+    n = 128  # 64 KiB results: bound in place, from leased memory
+    t = f"tensor<{n}x{n}xf32>"
+    exe = _fresh(f"""func.func public @main(%a: {t}) -> ({t}, {t}) {{
+  %0 = stablehlo.add %a, %a : {t}
+  %1 = stablehlo.multiply %a, %a : {t}
+  return %0, %1 : {t}, {t}
+}}
+""")
+    a = RNG.standard_normal((n, n)).astype(np.float32)
+    first = exe(a)
+    assert all(exe._in_place_results)
+    held = {r.ctypes.data for r in first}
+    second = exe(a)  # the first results are alive: fresh memory
+    assert not held & {r.ctypes.data for r in second}
+    for got in (first, second):
+        np.testing.assert_allclose(got[0], a + a, rtol=1e-6)
+        np.testing.assert_allclose(got[1], a * a, rtol=1e-6)
+    view = second[0][3:5]  # a view keeps its result's memory leased
+    kept = second[0].ctypes.data
+    released = held | {second[1].ctypes.data}
+    del first, second, got
+    third = exe(a)
+    assert {r.ctypes.data for r in third} <= released  # released memory is used again
+    assert kept not in {r.ctypes.data for r in third}
+    np.testing.assert_allclose(view, (a + a)[3:5], rtol=1e-6)
