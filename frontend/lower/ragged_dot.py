@@ -31,7 +31,7 @@ from math import prod
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
 from frontend.lower import dot, types
-from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
+from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd, num_groups
 from frontend.lower.driver import FuncLowering
 from frontend.lower.inline import NATIVE_COMPOSITES
 from frontend.lower.registry import kernel
@@ -85,12 +85,12 @@ def ragged_dot(lw: FuncLowering, op: Op) -> None:
     if not prod(out_shape):
         return
     acc = _ACCUMULATE.get(t, t)
-    if geo.mode == "non_contracting" and geo.lf == [geo.ragged] and acc == t \
-            and prod(geo.lhs_shape[d] for d in geo.lc):
-        _grouped_gemm(lw, op, geo, out)
-        return
-    if geo.mode == "contracting" and acc == t:
-        _contracting_gemm(lw, op, geo, out)
+    gemm = _gemm_lowering(geo)
+    if gemm is not None:
+        target = out if acc == t else lw.new_buffer(acc, out_shape)
+        gemm(lw, op, geo, (target, acc))
+        if target != out:  # f16/bf16: products accumulated in f32, then rounded once
+            _convert(lw, (target, acc), (out, t), prod(out_shape))
         return
     bufs = [lw.materialize(op.operand(n)) for n in ("lhs", "rhs", "group_sizes")]
     n_out = prod(out_shape)
@@ -101,18 +101,29 @@ def ragged_dot(lw: FuncLowering, op: Op) -> None:
     lw.launch_last(groups_nd(out_shape))
 
 
+def _gemm_lowering(geo: Geometry) -> Callable[..., None] | None:
+    """The grouped-gemm lowering for ``geo``'s mode, or None for the per-element kernel."""
+    if geo.mode == "contracting":
+        return _contracting_gemm
+    if geo.mode == "non_contracting" and geo.lf == [geo.ragged] and \
+            prod(geo.lhs_shape[d] for d in geo.lc):
+        return _grouped_gemm
+    return None
+
+
 TILE_ROWS = dot.TILE_M
 """Rows of a group per work-group of the grouped gemm."""
 
 
-def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
+def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, into: tuple[int, str]) -> None:
     """The non-contracting mode when the ragged dimension is lhs's only free one: lhs as
     [B, M, K] and rhs as [G, B, K, N] (copied only when not laid out so), the result
     [B, M, N] zeroed, then one work-group per (batch element, tile of ``TILE_ROWS`` rows
     of one group): ``ceil(M / TILE_ROWS) + G`` tiles per batch element bound the tiles
     of all groups; a work-group finds its group and rows from the sizes (none: it does
-    nothing) and runs a ``gemm`` on them with that group's rhs."""
-    t = types.elem(op.result)
+    nothing) and runs a ``gemm`` on them with that group's rhs.  ``into``: the result
+    buffer and the gemm's type (operands are converted to it)."""
+    out, t = into
     lhs, rhs = op.operand("lhs"), op.operand("rhs")
     nb = prod(geo.lhs_shape[d] for d in geo.lb)
     m = geo.lhs_shape[geo.ragged]
@@ -145,12 +156,13 @@ def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
     lw.launch_last(nb * tiles)
 
 
-def _contracting_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None:
+def _contracting_gemm(lw: FuncLowering, op: Op, geo: Geometry,
+                      into: tuple[int, str]) -> None:
     """The contracting mode: lhs as [B, M, K] and rhs as [B, K, N] with the ragged
     dimension outermost in K (so a group's part of K is one range), the result [G, B, M,
     N] zeroed, then one work-group per (group, batch element, tile of ``dot.TILE_M`` rows)
-    running a ``gemm`` over its group's range of K."""
-    t = types.elem(op.result)
+    running a ``gemm`` over its group's range of K (``into`` as for ``_grouped_gemm``)."""
+    out, t = into
     nb = prod(geo.lhs_shape[d] for d in geo.lb)
     m = prod(geo.lhs_shape[d] for d in geo.lf)
     n = prod(geo.rhs_shape[d] for d in geo.rf)
@@ -191,6 +203,15 @@ def _contracting_gemm(lw: FuncLowering, op: Op, geo: Geometry, out: int) -> None
                f"memref<{t}x{n}x?,strided<1,{n}>>, memref<{t}x?x{size_text},strided<1,{kk}>>, "
                f"{t}, memref<{t}x{n}x{size_text},strided<1,{n}>>")
     lw.launch_last(geo.groups * nb * tiles)
+
+
+def _convert(lw: FuncLowering, src: tuple[int, str], dst: tuple[int, str], n: int) -> None:
+    """Buffer ``src`` converted into buffer ``dst`` (each with its element type)."""
+    with lw.kernel("convert") as (k, _):
+        with k.elements(n) as i:
+            k.store(k.cast(k.load(src[0], src[1], n, i), src[1], dst[1]), dst[0], dst[1], n,
+                    i)
+    lw.launch_last(num_groups(n))
 
 
 def _element(k: KernelBuilder, op: Op, geo: Geometry, bufs: list[int],

@@ -157,6 +157,24 @@ def test_contracting_mode_with_batch_and_two_contracting_dimensions() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_contracting_mode_bf16() -> None:
+    import ml_dtypes
+
+    m, k, n, g = 6, 24, 5, 3
+    bf16 = ml_dtypes.bfloat16
+    lhs = RNG.standard_normal((m, k)).astype(bf16)
+    rhs = RNG.standard_normal((k, n)).astype(bf16)
+    sizes = np.array([10, 6, 8], np.int32)
+    text = _program([(m, k), (k, n), (g,)], ["bf16", "bf16", "i32"], (g, m, n),
+                    _dims([], [], [1], [0], 1, []))
+    (got,) = run(text, lhs, rhs, sizes)
+    s = _starts(sizes)
+    l32, r32 = lhs.astype(np.float32), rhs.astype(np.float32)
+    want = np.stack([l32[:, s[j]:s[j + 1]] @ r32[s[j]:s[j + 1]] for j in range(g)])
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(bf16).astype(np.float32),
+                               rtol=1e-2, atol=1e-2)
+
+
 def test_batch_mode_is_a_batched_product() -> None:
     b, m, k, n, g = 4, 5, 6, 7, 2
     lhs = RNG.standard_normal((b, m, k)).astype(np.float32)
@@ -168,16 +186,24 @@ def test_batch_mode_is_a_batched_product() -> None:
     np.testing.assert_allclose(got, lhs @ rhs, rtol=1e-5, atol=1e-5)
 
 
-def test_f16_accumulates_in_f32() -> None:
+@pytest.mark.parametrize("free", [1, 2])
+def test_f16_accumulates_in_f32(free: int) -> None:
+    """One free lhs dimension (the grouped gemm in f32, rounded once) or two (the
+    per-element kernel)."""
     m, k, n, g = 8, 64, 4, 2
-    lhs = RNG.standard_normal((m, k)).astype(np.float16)
+    lhs = RNG.standard_normal((free, m, k)).astype(np.float16)
     rhs = RNG.standard_normal((g, k, n)).astype(np.float16)
     sizes = np.array([3, 5], np.int32)
-    text = _program([(m, k), (g, k, n), (g,)], ["f16", "f16", "i32"], (m, n),
-                    _dims([], [], [1], [1], 0, [0]))
+    text = _program([(free, m, k), (g, k, n), (g,)], ["f16", "f16", "i32"], (free, m, n),
+                    _dims([], [], [2], [1], 1, [0]))
+    if free == 1:
+        text = _program([(m, k), (g, k, n), (g,)], ["f16", "f16", "i32"], (m, n),
+                        _dims([], [], [1], [1], 0, [0]))
+        lhs = lhs[0]
     (got,) = run(text, lhs, rhs, sizes)
     l32, r32 = lhs.astype(np.float32), rhs.astype(np.float32)
-    want = np.concatenate([l32[:3] @ r32[0], l32[3:] @ r32[1]]).astype(np.float16)
+    want = np.concatenate([l32[..., :3, :] @ r32[0], l32[..., 3:, :] @ r32[1]],
+                          axis=-2).astype(np.float16)
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
                                atol=2e-3)
 
