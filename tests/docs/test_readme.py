@@ -2,8 +2,9 @@
 
 Python blocks run in order in the repository root (the JAX ones skip without jax);
 shell lines run in a scratch directory that sees the repository's ``examples`` and
-``.venv``; ``make`` lines must name targets of the Makefile (``make demo`` and ``make
-test`` run them in CI). A line whose comment says "exit status N" must exit with N.
+``.venv`` (and ``../shared`` beside it, as the repository does); ``make`` lines must name
+targets of the Makefile (``make demo`` and ``make test`` run them in CI). A line whose
+comment says "exit status N" must exit with N.
 """
 
 from __future__ import annotations
@@ -57,14 +58,21 @@ def test_make_lines_name_makefile_targets() -> None:
 
 def test_shell_commands(tmp_path: Path) -> None:
     """The tlc commands, in order (later ones use files earlier ones wrote)."""
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "examples").symlink_to(ROOT / "examples")
+    (work / ".venv").symlink_to(Path(sys.prefix))
+    shared = ROOT.parent / "shared"
+    if shared.is_dir():
+        (tmp_path / "shared").symlink_to(shared)
     env = {**os.environ, "TLC_TUNE_CACHE": str(tmp_path / "tune.json")}
     for line in (c for c in _commands() if not c.startswith("make ")):
         command, _, comment = line.partition("  #")
+        if "../shared/" in command and not shared.is_dir():
+            continue  # the conformance suites are not beside this checkout
         expected = int(m.group(1)) if (m := re.search(r"exit status (\d)", comment)) else 0
-        done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, text=True,
+        done = subprocess.run(command, shell=True, cwd=work, env=env, text=True,
                               capture_output=True, timeout=300)
         assert done.returncode == expected, f"{command}\n{done.stderr}"
         assert "Traceback" not in done.stderr, command
-    assert (tmp_path / "out.npz").is_file() and (tmp_path / "kernel.cl").is_file()
+    assert (work / "out.npz").is_file() and (work / "kernel.cl").is_file()
