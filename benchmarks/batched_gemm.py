@@ -10,7 +10,8 @@ register-blocked OpenCL kernel (``xhand``, :mod:`hand_gemm`: the reference of wh
 can do; above 1 we beat it), over a naive OpenCL kernel (one work-item per element of C)
 and over ``jax.jit(jnp.matmul)`` when jax is installed.  ``--trans t.n,n.t`` benchmarks
 transposed operands too (``gemm.t.n``: A is stored K x M; the hand kernel has no
-transposed variant, so ``xhand`` is ``-`` there).
+transposed variant, so ``xhand`` is ``-`` there).  ``--driver all`` (or ``pocl,intel,pypi``)
+prints the table once per installed OpenCL driver, each measured in its own process.
 Every time is the median of repeated runs after a warm-up, all measured in the same run;
 the data is on the device before timing (buffers created once), so transfers are not
 timed.  ``np-io`` times the whole call with numpy arrays instead (``mod.strided(A, B, C,
@@ -34,6 +35,7 @@ import pyopencl.array as cl_array
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import drivers  # noqa: E402
 import machine  # noqa: E402
 from hand_gemm import hand_source  # noqa: E402
 
@@ -312,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trans", default="n.n",
                     help="operand transposes to benchmark, e.g. n.n,t.n,n.t (gemm.t.n: A is "
                          "stored K x M)")
+    ap.add_argument("--driver", default="", help=drivers.HELP)
     args = ap.parse_args(argv)
+    if args.driver:
+        return drivers.run_per_driver(__file__, args.driver,
+                                      sys.argv[1:] if argv is None else argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s] \
         or list(SHAPES)
     batches = [int(b) for b in args.batches.split(",") if b] or \

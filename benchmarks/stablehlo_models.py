@@ -485,7 +485,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", metavar="FILE", help="write the table to FILE")
     parser.add_argument("--json", metavar="FILE", help="write the measurements to FILE")
     parser.add_argument("--traceback", action="store_true", help="print tlc's tracebacks")
+    parser.add_argument("--driver", default="", help="run once per OpenCL driver, each in its "
+                        "own process: device specs (pocl,intel,pypi) or 'all'")
     args = parser.parse_args(argv)
+    if args.driver:  # benchmarks/drivers.py
+        from drivers import run_per_driver
+
+        return run_per_driver(__file__, args.driver, sys.argv[1:] if argv is None else argv)
     budget, max_rounds = (0.3, 30) if args.quick else (2.0, 300)
 
     peers: list[Peer] = []

@@ -236,6 +236,19 @@ def _vendor_root() -> Path:
     return Path.home() / ".cache" / "tlc"
 
 
+def driver_specs() -> list[str]:
+    """A device spec per installed CPU driver, for benchmarks that loop over drivers:
+    ``pocl`` (a system PoCL), ``intel`` (Intel's CPU runtime), ``pypi`` (PyPI's PoCL).
+    Each needs its own process (``TLC_DEVICE=<spec>``): the two PoCLs never share one."""
+    system = system_icds()
+    specs = ["pocl"] if any(i.is_pocl for i in system) else []
+    if pip_intel_library() or any(i.is_intel_cpu and _loadable(i.library) for i in system):
+        specs.append("intel")
+    if any(i.is_pocl for i in bundled_icds()):
+        specs.append("pypi")
+    return specs
+
+
 def restore_env(old: dict[str, str | None]) -> None:
     """Put back the variables :func:`prepare_loader` changed (the loader has read them)."""
     for key, value in old.items():

@@ -153,3 +153,10 @@ def test_pypi_request_hides_intels_runtime(fake_icds: dict[str, list[icd.Icd]]) 
     assert plan.loaded == (WHEEL_POCL,)
     assert os.environ["OCL_ICD_VENDORS"] == WHEEL_POCL.path
     icd.restore_env(old)
+
+
+def test_driver_specs_name_each_installed_cpu_driver(fake_icds: dict[str, list[icd.Icd]]) -> None:
+    fake_icds.update(system=[SYSTEM_POCL], bundled=[WHEEL_POCL])
+    assert icd.driver_specs() == ["pocl", "pypi"]
+    fake_icds.update(intel=[icd.Icd("", "/venv/lib/libintelocl.so", bundled=False)])
+    assert icd.driver_specs() == ["pocl", "intel", "pypi"]
