@@ -106,6 +106,9 @@ def _probe(**env: str) -> tuple[str, bool, list[str]]:
     done = _run(["-c", PROBE], **env)
     if done.returncode and "no OpenCL device" in done.stderr:
         pytest.skip("no OpenCL device")
+    if done.returncode and "unknown target CPU" in done.stderr:
+        # PyPI's PoCL 3.0 (LLVM 14) builds nothing on CPUs newer than LLVM 14 (AMD Zen 5).
+        pytest.skip("this driver's LLVM does not know this CPU (docs/devices.md)")
     assert done.returncode == 0, done.stderr
     label, system, *pocls = done.stdout.splitlines()
     return label, system == "True", pocls
