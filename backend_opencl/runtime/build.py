@@ -23,6 +23,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from backend_opencl.runtime.errors import DeviceError
 from tensorlang.diagnostics import TlcError
 
 CACHE_ENV = "TLC_CACHE_DIR"
@@ -92,6 +93,8 @@ def _build(device: Any, source: str, options: tuple[str, ...],
             built = program.build(options=list(options), devices=[device.cl_device],
                                   cache_dir=cache_directory())
     except cl.Error as err:
+        if "unknown target CPU" in str(err):
+            raise _unknown_cpu(device) from None
         saved = _save_failed_source(source)
         names = ", ".join(kernel_names) or "<unknown>"
         raise OpenCLBuildError(
@@ -102,6 +105,15 @@ def _build(device: Any, source: str, options: tuple[str, ...],
     if os.environ.get(LOG_ENV) == "1":
         _print_log(built, device, kernel_names)
     return built
+
+
+def _unknown_cpu(device: Any) -> DeviceError:
+    """The driver's LLVM predates this CPU (PyPI's PoCL 3.0 on AMD Zen 5): it builds nothing."""
+    return DeviceError(
+        f"error: the OpenCL driver of {device.name!r} cannot compile for this CPU (its LLVM does "
+        "not know it: 'unknown target CPU'); choose another driver: Debian's PoCL "
+        "(make system-pocl, as root) or Intel's runtime (pip install '.[intel]'), see "
+        "docs/devices.md")
 
 
 def _print_log(program: Any, device: Any, kernel_names: tuple[str, ...]) -> None:
