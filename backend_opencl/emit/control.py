@@ -100,8 +100,93 @@ def emit_foreach(em: KernelEmitter, inst: Instruction) -> None:
         inst.regions[0]) else 0
     if wide:
         em.unit.need("vectorize")
-    write_loops(em.w, tree, {"S": lambda w, point: _point(em, inst, point)}, narrow=narrow,
-                vectorize=wide)
+    statements = {"S": lambda w, point: _point(em, inst, point)}
+    if wide:
+        tree = _hoist_invariants(em, inst, tree, statements)
+    write_loops(em.w, tree, statements, narrow=narrow, vectorize=wide)
+
+
+_HOISTABLE = frozenset({"arith", "cast", "cmp", "constant", "load", "select", "math", "size"})
+"""Instructions without side effects that may move out of the innermost element loop."""
+
+
+def _hoist_invariants(em: KernelEmitter, inst: Instruction, tree: Node,
+                      statements: dict) -> Node:
+    """Move the body's leading loads and arithmetic that do not depend on the innermost
+    loop's coordinate in front of that loop (on CPUs).
+
+    The kernel's pointers may alias, so LLVM reloads them after every store: a gather's
+    row index was read again for each element of the row, and the loop did not
+    vectorise (1.04 -> 0.019 ms for 1024 rows of 128 f32).  Only instructions before the
+    body's first side effect move, and only behind a check that the loop runs at least
+    once, so every hoisted load is one the first iteration makes anyway; later iterations
+    reading a value another iteration wrote would be a race the language rules out.
+    """
+    body = inst.regions[0]
+
+    def rewrite(node: Node) -> Node:
+        if isinstance(node, Block):
+            return Block(tuple(rewrite(item) for item in node.items))
+        if isinstance(node, If):
+            return If(node.cond, rewrite(node.then),
+                      None if node.orelse is None else rewrite(node.orelse))
+        if not isinstance(node, For):
+            return node
+        call = node.body.items[0] if isinstance(node.body, Block) and len(
+            node.body.items) == 1 else node.body
+        if not isinstance(call, Call):
+            return For(node.var, node.lower, node.upper, node.step, rewrite(node.body))
+        inner = [k for k, coord in enumerate(call.args) if node.var in coord]
+        if len(inner) != 1 or call.args[inner[0]] != node.var:
+            return node
+        hoisted = _invariant_prefix(body, inner[0])
+        if not hoisted or node.trip_count == 0:
+            return node
+        statements["H"] = lambda w, point: _point_part(em, inst, point, hoisted, inner[0])
+        statements["R"] = lambda w, point: _point_part(em, inst, point, hoisted, None)
+        loop = For(node.var, node.lower, node.upper, node.step, Call("R", call.args))
+        hoisted_loop = Block((Call("H", call.args), loop))
+        if node.trip_count is not None:
+            return hoisted_loop
+        return If(f"{node.lower} <= {node.upper}", hoisted_loop)
+
+    return rewrite(tree)
+
+
+def _invariant_prefix(body: Region, coordinate: int) -> frozenset[int]:
+    """Ids of the body's instructions, before its first side effect, that depend on no
+    value derived from body argument ``coordinate``."""
+    varying = {id(body.args[coordinate])}
+    hoisted: set[int] = set()
+    for item in body.instructions:
+        if item.name not in _HOISTABLE or item.regions:
+            break
+        if any(id(v) in varying for v in _operand_values(item)):
+            varying.update(id(r) for r in item.results)
+        else:
+            hoisted.add(id(item))
+    return frozenset(hoisted)
+
+
+def _operand_values(inst: Instruction) -> list:
+    values: list = []
+    for operand in inst.operands.values():
+        values.extend(operand if isinstance(operand, list | tuple) else [operand])
+    return values
+
+
+def _point_part(em: KernelEmitter, inst: Instruction, point: tuple[str, ...],
+                hoisted: frozenset[int], skip_arg: int | None) -> None:
+    """The hoisted instructions (``skip_arg``: the coordinate they do not use, left
+    unbound) or the rest of the body at ``point``."""
+    body = inst.regions[0]
+    if skip_arg is not None:
+        _bind_point(em, inst, point, skip=skip_arg)
+        part = [item for item in body.instructions if id(item) in hoisted]
+    else:
+        _bind_point(em, inst, point)
+        part = [item for item in body.instructions if id(item) not in hoisted]
+    em.instructions(part)
 
 
 def _has_loops(region: Region) -> bool:
@@ -176,16 +261,23 @@ def _long_name(em: KernelEmitter, expr: str, hint: str) -> str:
 
 def _point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...]) -> None:
     """The body at ``point`` (the loop variables bound to its coordinates)."""
+    _bind_point(em, inst, point)
+    em.region(inst.regions[0])
+
+
+def _bind_point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...],
+                skip: int | None = None) -> None:
+    """Bind the body's arguments to the coordinates of ``point`` (all but ``skip``)."""
     t: ScalarType = inst.attr("loop_type")
-    body = inst.regions[0]
-    for arg, coord in zip(body.args, point, strict=True):
+    for k, (arg, coord) in enumerate(zip(inst.regions[0].args, point, strict=True)):
+        if k == skip:
+            continue
         if coord.isidentifier() and (coord in em.narrow_names if em.narrow(arg)
                                      else ctype(t) == "long"):
             em.env[arg] = coord
         else:
             em.define(arg, f"({'int' if em.narrow(arg) else ctype(t)})({coord})",
                       arg.name or "i")
-    em.region(body)
 
 
 @handler("parallel")

@@ -137,7 +137,11 @@ class KernelEmitter:
 
     def region(self, region: Region) -> None:
         """Emit every instruction of ``region`` at the current indentation."""
-        for inst in region.instructions:
+        self.instructions(region.instructions)
+
+    def instructions(self, instructions: list[Instruction]) -> None:
+        """Emit ``instructions`` (of one region, in order) at the current indentation."""
+        for inst in instructions:
             emit = HANDLERS.get(inst.name)
             assert emit is not None, f"no OpenCL lowering for {inst.name}"
             guard = self._collective_guard(inst) if inst.op.blas else ""
