@@ -169,24 +169,25 @@ def _load_inputs(spec: str, phases: Any) -> list[Any]:
     paths = [p.strip() for p in spec.split(",")]
     with phases("load", ", ".join(paths)):
         for path in paths:
-            try:
-                arrays += _arrays_in(path)
-            except (OSError, ValueError, EOFError) as err:
-                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-                raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
+            arrays += read_input_arrays(path)
     return arrays
 
 
-def _arrays_in(path: str) -> list[Any]:
-    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order."""
+def read_input_arrays(path: str) -> list[Any]:
+    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order; an
+    unreadable file is a ``TlcError`` naming it."""
     import numpy as np
 
-    if path.endswith(".npy"):
-        return [np.load(path, allow_pickle=False)]
-    with np.load(path, allow_pickle=False) as data:
-        if not hasattr(data, "files"):
-            raise ValueError("not an .npz archive (name .npy files .npy)")
-        return [data[k] for k in data.files]
+    try:
+        if path.endswith(".npy"):
+            return [np.load(path, allow_pickle=False)]
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ValueError("not an .npz archive (name .npy files .npy)")
+            return [data[k] for k in data.files]
+    except (OSError, ValueError, EOFError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
 
 
 def _write_results(results: Sequence[Any], args: argparse.Namespace) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from backend_opencl.cli import read_input_arrays
 from backend_opencl.distributed.grid import ProcessGrid
 from backend_opencl.distributed.program import grid_for
 from backend_opencl.distributed.transport import Transport
@@ -106,25 +107,11 @@ def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
     device = rank_device(args.device, grid)
     program = spmd_program(text, args.entry, transport, device, args.file)
     inputs = [a for part in args.inputs.split(",") if part.strip()
-              for a in _inputs(shard_path(part.strip(), grid))] if args.inputs else []
+              for a in read_input_arrays(shard_path(part.strip(), grid))] if args.inputs else []
     results: list[Any] = []
     for _ in range(max(getattr(args, "repeat", 1), 1)):
         results = program(*inputs)
     return results
-
-
-def _inputs(path: str) -> list[np.ndarray]:
-    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order."""
-    try:
-        if path.endswith(".npy"):
-            return [np.load(path, allow_pickle=False)]
-        with np.load(path, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise ValueError("not an .npz archive (name .npy files .npy)")
-            return [data[k] for k in data.files]
-    except (OSError, ValueError, EOFError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
 
 
 def _write(args: argparse.Namespace, results: list[Any], grid: ProcessGrid) -> None:
