@@ -9,10 +9,7 @@ subgroup size must compute what numpy does.  Skipped on devices without native s
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +18,9 @@ from backend_opencl.driver import compile_program
 from backend_opencl.emit import Target
 from backend_opencl.emit.target import target_from_device
 from backend_opencl.runtime import get_device
+from tests.backend import test_blas as BLAS
+from tests.backend import test_gemm as GEMM
 
-HERE = Path(__file__).parent
 SIZES = (8, 16)
 
 QUERIES = """
@@ -82,16 +80,6 @@ def test_native_queries_match_the_emulation(sg: int) -> None:
         np.testing.assert_array_equal(out, _expected(sg, items, n))
 
 
-def _load(name: str) -> object:
-    spec = importlib.util.spec_from_file_location(f"_native_sg_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-GEMM = _load("test_gemm")
-BLAS = _load("test_blas")
 GEMM_CASES = GEMM.CASES
 BLAS_CASES = [c for c in BLAS.CASES if c.t in ("f32", "c64")]
 

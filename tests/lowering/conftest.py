@@ -34,3 +34,15 @@ def rand(shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
     if np.issubdtype(dtype, np.integer):
         return RNG.integers(-50, 50, size=shape).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
+
+
+def reduce_module(shape: tuple[int, ...], dims: list[int], t: str, body: str, init: str) -> str:
+    """A module reducing its one argument over ``dims`` with ``stablehlo.<body>`` from ``init``."""
+    ty = "tensor<" + "x".join(map(str, shape)) + f"x{t}>"
+    out = [n for d, n in enumerate(shape) if d not in dims]
+    oty = "tensor<" + "".join(f"{n}x" for n in out) + f"{t}>"
+    return module(f"(%a: {ty}) -> {oty}", f"""
+  %z = stablehlo.constant dense<{init}> : tensor<{t}>
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.{body} across dimensions = {dims}
+      : ({ty}, tensor<{t}>) -> {oty}
+  return %0 : {oty}""")

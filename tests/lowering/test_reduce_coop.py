@@ -5,18 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.lowering.conftest import module, rand, run
-
-
-def _reduce(shape: tuple[int, ...], dims: list[int], t: str, body: str, init: str) -> str:
-    ty = "tensor<" + "x".join(map(str, shape)) + f"x{t}>"
-    out = [n for d, n in enumerate(shape) if d not in dims]
-    oty = "tensor<" + "".join(f"{n}x" for n in out) + f"{t}>"
-    return module(f"(%a: {ty}) -> {oty}", f"""
-  %z = stablehlo.constant dense<{init}> : tensor<{t}>
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.{body} across dimensions = {dims}
-      : ({ty}, tensor<{t}>) -> {oty}
-  return %0 : {oty}""")
+from tests.lowering.conftest import module, rand, reduce_module, run
 
 
 @pytest.mark.parametrize(("shape", "dims"), [((7, 333), [1]), ((100003,), [0]),
@@ -24,7 +13,7 @@ def _reduce(shape: tuple[int, ...], dims: list[int], t: str, body: str, init: st
                                              ((4, 4096), [1])])
 def test_float_sum(shape: tuple[int, ...], dims: list[int]) -> None:
     a = rand(shape)
-    got = run(_reduce(shape, dims, "f32", "add", "0.0"), a)[0]
+    got = run(reduce_module(shape, dims, "f32", "add", "0.0"), a)[0]
     np.testing.assert_allclose(got, a.astype(np.float64).sum(axis=tuple(dims)), rtol=1e-4,
                                atol=1e-3)
 
@@ -36,13 +25,13 @@ def test_float_sum(shape: tuple[int, ...], dims: list[int]) -> None:
 @pytest.mark.parametrize("length", [4099, 2048])  # 2048: full blocks, unrolled
 def test_integer_exact(body: str, fn: object, init: str, length: int) -> None:
     a = rand((5, length), np.int32)
-    got = run(_reduce((5, length), [1], "i32", body, init), a)[0]
+    got = run(reduce_module((5, length), [1], "i32", body, init), a)[0]
     np.testing.assert_array_equal(got, fn(a, axis=1))  # type: ignore[operator]
 
 
 def test_init_value_is_folded_once() -> None:
     a = np.ones((3, 200), np.int64)
-    got = run(_reduce((3, 200), [1], "i64", "add", "7"), a)[0]
+    got = run(reduce_module((3, 200), [1], "i64", "add", "7"), a)[0]
     np.testing.assert_array_equal(got, np.full(3, 207))
 
 
@@ -78,9 +67,9 @@ def test_variadic_argmax(n: int) -> None:
                                                   ((3, 40, 12), [0], "i32")])
 def test_columns_keep_innermost(shape: tuple[int, ...], dims: list[int], t: str) -> None:
     a = rand(shape, np.int32 if t == "i32" else np.float32)
-    got = run(_reduce(shape, dims, t, "add", "0" if t == "i32" else "0.0"), a)[0]
+    got = run(reduce_module(shape, dims, t, "add", "0" if t == "i32" else "0.0"), a)[0]
     want = a.sum(axis=tuple(dims), dtype=a.dtype)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
-    got = run(_reduce(shape, dims, t, "maximum", "-2147483648" if t == "i32" else "-1e30"),
+    got = run(reduce_module(shape, dims, t, "maximum", "-2147483648" if t == "i32" else "-1e30"),
               a)[0]
     np.testing.assert_array_equal(got, a.max(axis=tuple(dims)))

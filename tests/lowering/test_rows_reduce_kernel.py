@@ -8,33 +8,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.lowering.conftest import module, rand, run
+from tests.lowering.conftest import module, rand, reduce_module, run
 from tests.lowering.test_fusion import kernels
-
-
-def _reduce(shape: tuple[int, ...], dims: list[int], t: str, body: str, init: str) -> str:
-    ty = "tensor<" + "x".join(map(str, shape)) + f"x{t}>"
-    out = [n for d, n in enumerate(shape) if d not in dims]
-    oty = "tensor<" + "".join(f"{n}x" for n in out) + f"{t}>"
-    return module(f"(%a: {ty}) -> {oty}", f"""
-  %z = stablehlo.constant dense<{init}> : tensor<{t}>
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.{body} across dimensions = {dims}
-      : ({ty}, tensor<{t}>) -> {oty}
-  return %0 : {oty}""")
 
 
 @pytest.mark.parametrize("length", [512, 136, 260, 258, 129])  # 16, 8, 4, 2, 1 accumulators
 def test_row_max_and_sum(length: int) -> None:
     a = rand((70, length))
-    got = run(_reduce((70, length), [1], "f32", "maximum", "0xFF800000"), a)[0]
+    got = run(reduce_module((70, length), [1], "f32", "maximum", "0xFF800000"), a)[0]
     np.testing.assert_array_equal(got, a.max(axis=1))
-    got = run(_reduce((70, length), [1], "f32", "add", "1.5"), a)[0]
+    got = run(reduce_module((70, length), [1], "f32", "add", "1.5"), a)[0]
     np.testing.assert_allclose(got, 1.5 + a.astype(np.float64).sum(axis=1), rtol=1e-5,
                                atol=1e-4)
 
 
 def test_is_one_row_kernel() -> None:
-    text = _reduce((80, 3, 256), [1, 2], "f32", "maximum", "0xFF800000")
+    text = reduce_module((80, 3, 256), [1, 2], "f32", "maximum", "0xFF800000")
     (kernel,) = kernels(text)
     assert kernel.endswith("rows_reduce")  # not reduce_wg: a work-group per row
     a = rand((80, 3, 256))
@@ -45,7 +34,7 @@ def test_nan_propagates() -> None:
     a = rand((64, 256))
     a[3, 17] = np.nan
     a[40, 255] = np.nan
-    got = run(_reduce((64, 256), [1], "f32", "maximum", "0xFF800000"), a)[0]
+    got = run(reduce_module((64, 256), [1], "f32", "maximum", "0xFF800000"), a)[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(a).any(axis=1))
     ok = ~np.isnan(a).any(axis=1)
     np.testing.assert_array_equal(got[ok], a[ok].max(axis=1))
@@ -56,20 +45,20 @@ def test_nan_propagates() -> None:
                                                   ("xor", "0", np.bitwise_xor.reduce)])
 def test_integer_rows_exact(body: str, init: str, fn: object) -> None:
     a = rand((66, 1000), np.int32)
-    got = run(_reduce((66, 1000), [1], "i32", body, init), a)[0]
+    got = run(reduce_module((66, 1000), [1], "i32", body, init), a)[0]
     np.testing.assert_array_equal(got, fn(a, axis=1))  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(("shape", "dims"), [((512, 512), [0, 1]), ((3, 32768), [1]),
                                              ((16384 * 3,), [0])])
 def test_long_rows_fold_in_slices(shape: tuple[int, ...], dims: list[int]) -> None:
-    text = _reduce(shape, dims, "f32", "add", "2.5")
+    text = reduce_module(shape, dims, "f32", "add", "2.5")
     assert kernels(text)[0].endswith("rows_partials")
     a = rand(shape)
     got = run(text, a)[0]  # the init value is folded once, not once per slice
     np.testing.assert_allclose(got, 2.5 + a.astype(np.float64).sum(axis=tuple(dims)),
                                rtol=1e-4, atol=1e-3)
-    got = run(_reduce(shape, dims, "f32", "minimum", "0x7F800000"), a)[0]
+    got = run(reduce_module(shape, dims, "f32", "minimum", "0x7F800000"), a)[0]
     np.testing.assert_array_equal(got, a.min(axis=tuple(dims)))
 
 
