@@ -109,9 +109,9 @@ def _array(h, rng, shape, c: Case):
     return h.rand(rng, shape, c.t)
 
 
-@pytest.mark.parametrize("beta_zero", [False, True], ids=["beta", "beta0"])
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_blas(module, h, rng, case: Case, beta_zero: bool) -> None:
+def run_case(module, h, rng, case: Case, beta_zero: bool = False) -> np.ndarray:
+    """Run ``case``'s kernel of ``module`` on random operands and check it against numpy
+    (beta zero: the output is poisoned with NaN first); returns the output."""
     ins = [_array(h, rng, s, case) for s in case.shapes[:-1]]
     out = _array(h, rng, case.shapes[-1], case)
     alpha = h.scalar(rng, case.t)
@@ -121,3 +121,10 @@ def test_blas(module, h, rng, case: Case, beta_zero: bool) -> None:
     want = reference(case, alpha, ins, out.copy(), beta)
     getattr(module, case.name)(alpha, *ins, out, beta)
     h.close(out, want, case.t)
+    return out
+
+
+@pytest.mark.parametrize("beta_zero", [False, True], ids=["beta", "beta0"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_blas(module, h, rng, case: Case, beta_zero: bool) -> None:
+    run_case(module, h, rng, case, beta_zero)

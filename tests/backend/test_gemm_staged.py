@@ -81,13 +81,7 @@ def test_staged_gemm_beta_zero_does_not_read_c(module, h, rng, case: Case) -> No
 
 @pytest.mark.parametrize("case", GEMV, ids=lambda c: c.name)
 def test_staged_gemv(module, h, rng, case) -> None:
-    ins = [BLAS._array(h, rng, s, case) for s in case.shapes[:-1]]
-    out = BLAS._array(h, rng, case.shapes[-1], case)
-    alpha, beta = h.scalar(rng, case.t), h.DTYPES[case.t](0)
-    out[...] = np.nan
-    want = BLAS.reference(case, alpha, ins, out.copy(), beta)
-    getattr(module, case.name)(alpha, *ins, out, beta)
-    h.close(out, want, case.t)
+    BLAS.run_case(module, h, rng, case, beta_zero=True)
 
 
 TRANSPOSED_KERNEL = """

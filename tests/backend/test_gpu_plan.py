@@ -50,10 +50,5 @@ def test_gemm_gpu_plan(module, h, rng, case) -> None:
 
 @pytest.mark.parametrize("case", BLAS_CASES, ids=lambda c: c.name)
 def test_blas_gpu_plan(module, h, rng, case) -> None:
-    ins = [BLAS._array(h, rng, s, case) for s in case.shapes[:-1]]
-    out = BLAS._array(h, rng, case.shapes[-1], case)
-    alpha, beta = h.scalar(rng, case.t), h.scalar(rng, case.t)
-    want = BLAS.reference(case, alpha, ins, out.copy(), beta)
-    getattr(module, case.name)(alpha, *ins, out, beta)
-    h.close(out, want, case.t)
+    out = BLAS.run_case(module, h, rng, case)
     assert np.isfinite(out).all()
