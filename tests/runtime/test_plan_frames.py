@@ -13,8 +13,9 @@ import pytest
 
 import backend_opencl
 from backend_opencl import plan_exec, plan_frame
-from backend_opencl.runtime import buffers, get_device, memory
+from backend_opencl.runtime import memory
 from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
+from tests.lowering.test_executor_io import record_in_place_bindings
 
 RNG = np.random.default_rng(11)
 T = "tensor<64x32xf32>"
@@ -146,16 +147,7 @@ def test_concurrent_calls_take_their_own_frames(monkeypatch) -> None:
 
 @pytest.mark.parametrize("dtype,shift", [(np.float32, 4), (np.float64, 8), (np.float32, 0)])
 def test_misaligned_arguments_are_bound_in_place(monkeypatch, dtype, shift) -> None:
-    if not memory.host_alignment(get_device(None)):
-        pytest.skip("the device does not bind numpy memory in place")
-    made: list[int] = []
-
-    class Counting(buffers.HostArray):
-        def __init__(self, device, host, writes) -> None:
-            super().__init__(device, host, writes)
-            made.append(host.ctypes.data)
-
-    monkeypatch.setattr(buffers, "HostArray", Counting)
+    made = record_in_place_bindings(monkeypatch)
     n = 128
     t = f"tensor<{n}x{n}x{'f32' if dtype == np.float32 else 'f64'}>"
     exe = backend_opencl.compile_stablehlo(f"""func.func public @main(%a: {t}, %b: {t}) -> {t} {{
