@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from backend_opencl.emit.cnames import ctype
 from backend_opencl.emit.kernel import KernelEmitter, handler
 from backend_opencl.emit.loops import VECTORIZE_WIDTH, write_loops
@@ -139,13 +141,18 @@ def _hoist_invariants(em: KernelEmitter, inst: Instruction, tree: Node,
         inner = [k for k, coord in enumerate(call.args) if node.var in coord]
         if len(inner) != 1 or call.args[inner[0]] != node.var:
             return node
-        hoisted = _invariant_prefix(body, inner[0])
+        k = inner[0]
+        hoisted = _invariant_prefix(body, k)
         if not hoisted or node.trip_count == 0:
             return node
-        statements["H"] = lambda w, point: _point_part(em, inst, point, hoisted, inner[0])
-        statements["R"] = lambda w, point: _point_part(em, inst, point, hoisted, None)
-        loop = For(node.var, node.lower, node.upper, node.step, Call("R", call.args))
-        hoisted_loop = Block((Call("H", call.args), loop))
+        moved = {id(item) for item in hoisted}  # identity: equal instructions may repeat
+        rest = [item for item in body.instructions if id(item) not in moved]
+        # Named per coordinate: isl may nest pieces of one domain in different orders.
+        statements[f"H{k}"] = lambda w, point: _point_part(
+            em, inst, point, [i for i in range(len(point)) if i != k], hoisted)
+        statements[f"R{k}"] = lambda w, point: _point_part(em, inst, point, [k], rest)
+        loop = For(node.var, node.lower, node.upper, node.step, Call(f"R{k}", call.args))
+        hoisted_loop = Block((Call(f"H{k}", call.args), loop))
         if node.trip_count is not None:
             return hoisted_loop
         return If(f"{node.lower} <= {node.upper}", hoisted_loop)
@@ -153,39 +160,27 @@ def _hoist_invariants(em: KernelEmitter, inst: Instruction, tree: Node,
     return rewrite(tree)
 
 
-def _invariant_prefix(body: Region, coordinate: int) -> frozenset[int]:
-    """Ids of the body's instructions, before its first side effect, that depend on no
-    value derived from body argument ``coordinate``."""
+def _invariant_prefix(body: Region, coordinate: int) -> list[Instruction]:
+    """The body's instructions, before its first side effect, that depend on no value
+    derived from body argument ``coordinate``."""
     varying = {id(body.args[coordinate])}
-    hoisted: set[int] = set()
+    hoisted: list[Instruction] = []
     for item in body.instructions:
         if item.name not in _HOISTABLE or item.regions:
             break
-        if any(id(v) in varying for v in _operand_values(item)):
+        if any(id(v) in varying for v in item.operand_values()):
             varying.update(id(r) for r in item.results)
         else:
-            hoisted.add(id(item))
-    return frozenset(hoisted)
-
-
-def _operand_values(inst: Instruction) -> list:
-    values: list = []
-    for operand in inst.operands.values():
-        values.extend(operand if isinstance(operand, list | tuple) else [operand])
-    return values
+            hoisted.append(item)
+    return hoisted
 
 
 def _point_part(em: KernelEmitter, inst: Instruction, point: tuple[str, ...],
-                hoisted: frozenset[int], skip_arg: int | None) -> None:
-    """The hoisted instructions (``skip_arg``: the coordinate they do not use, left
-    unbound) or the rest of the body at ``point``."""
-    body = inst.regions[0]
-    if skip_arg is not None:
-        _bind_point(em, inst, point, skip=skip_arg)
-        part = [item for item in body.instructions if id(item) in hoisted]
-    else:
-        _bind_point(em, inst, point)
-        part = [item for item in body.instructions if id(item) not in hoisted]
+                args: list[int], part: list[Instruction]) -> None:
+    """``part`` of the body at ``point``, binding the body arguments ``args`` first (the
+    hoisted part binds all but the innermost coordinate, the rest only that one: the
+    others stay bound from in front of the loop)."""
+    _bind_point(em, inst, point, args)
     em.instructions(part)
 
 
@@ -261,17 +256,18 @@ def _long_name(em: KernelEmitter, expr: str, hint: str) -> str:
 
 def _point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...]) -> None:
     """The body at ``point`` (the loop variables bound to its coordinates)."""
-    _bind_point(em, inst, point)
+    _bind_point(em, inst, point, range(len(point)))
     em.region(inst.regions[0])
 
 
 def _bind_point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...],
-                skip: int | None = None) -> None:
-    """Bind the body's arguments to the coordinates of ``point`` (all but ``skip``)."""
+                args: Iterable[int]) -> None:
+    """Bind the body arguments numbered ``args`` to their coordinates of ``point``."""
     t: ScalarType = inst.attr("loop_type")
-    for k, (arg, coord) in enumerate(zip(inst.regions[0].args, point, strict=True)):
-        if k == skip:
-            continue
+    body_args = inst.regions[0].args
+    assert len(body_args) == len(point)
+    for k in args:
+        arg, coord = body_args[k], point[k]
         if coord.isidentifier() and (coord in em.narrow_names if em.narrow(arg)
                                      else ctype(t) == "long"):
             em.env[arg] = coord
