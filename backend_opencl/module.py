@@ -450,7 +450,8 @@ def _element_strides(arr: Any, t: MemRefType, shape: list[int], where: str) -> l
     expected = 1
     for mode, (size, byte_stride) in enumerate(zip(shape, arr.strides, strict=True)):
         declared = t.strides[mode]
-        if size <= 1:  # no two elements to step between (numpy gives empty modes stride 0)
+        # No two elements to step between (numpy gives every mode of an empty array 0).
+        if size <= 1 or arr.size == 0:
             stride = declared if declared is not None else expected
         elif byte_stride <= 0 or byte_stride % arr.dtype.itemsize:
             raise LaunchError(f"{where}: mode {mode} has stride {byte_stride} bytes; strides "

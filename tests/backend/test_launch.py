@@ -46,6 +46,21 @@ def test_binds_and_writes_back(module, h, rng) -> None:
     np.testing.assert_array_equal(A, A_before)
 
 
+def test_empty_arrays_bind_whatever_numpy_gives_their_strides(h, rng) -> None:
+    # numpy gives every mode of an empty array stride 0; no element is ever addressed.
+    copy = backend_opencl.compile("""
+func @copy(%a: memref<f32x?x?>, %b: memref<f32x?x?>) {
+  axpby.n 1.0, %a, 0.0, %b : f32, memref<f32x?x?>, f32, memref<f32x?x?>
+}""").copy
+    for shape in [(3, 0), (0, 5)]:
+        empty = np.zeros(shape, np.float32, order="F")
+        assert 0 in empty.strides
+        copy(empty, np.zeros(shape, np.float32, order="F"))
+    a, b = h.rand(rng, (3, 5), "f32"), h.poison((3, 5), "f32")
+    copy(a, b)
+    np.testing.assert_array_equal(b, a)
+
+
 def test_dynamic_strides_from_subview(module, h, rng) -> None:
     big = h.rand(rng, (9, 7), "f32")
     before = big.copy()
