@@ -12,7 +12,10 @@ minute in all):
 - a sample of the back end's own test modules, each instruction family: BLAS
   collectives (gemm, gemv, ger, axpby, sum, hadamard_product, transposed and atomic
   forms), foreach and foreach_nd, SPMD regions, subviews, groups, local memory and
-  barriers, atomics, control flow, launch checks and bounds guards;
+  barriers, atomics, control flow, launch checks and bounds guards; Oclgrind is a GPU
+  target to tlc, so these run GPU-style plans (rows interleaved across work-items,
+  local-memory staging, work-group reductions), and test_gpu_plan adds the GPU tilings'
+  edge cases;
 - a sample of StableHLO conformance cases (one small case per op family);
 - a canary: the issue-12 out-of-bounds launch, run without launch checks, must be
   reported (so a silent Oclgrind cannot pass the slice).
@@ -41,7 +44,7 @@ pytestmark = pytest.mark.skipif(not ICD.exists(),
 TEST_MODULES = ("tests/backend/test_blas.py", "tests/backend/test_atomic.py",
                 "tests/backend/test_memory.py", "tests/backend/test_foreach_nd.py",
                 "tests/backend/test_scalar.py", "tests/backend/test_gemm.py",
-                "tests/runtime/test_launch_checks.py")
+                "tests/runtime/test_launch_checks.py", "tests/backend/test_gpu_plan.py")
 """Back-end test modules whose kernels run under Oclgrind (each builds one program)."""
 
 CONFORMANCE = (
