@@ -61,8 +61,9 @@ DEFAULT_TARGET = Target()
 def target_from_device(device: object) -> Target:
     """A :class:`Target` from a ``backend_opencl.runtime.Device``."""
     extensions = set(getattr(device, "extensions", ()) or ())
+    kind = "gpu" if "gpu" in str(getattr(device, "kind", "cpu")).lower() else "cpu"
     return Target(
-        kind="gpu" if "gpu" in str(getattr(device, "kind", "cpu")).lower() else "cpu",
+        kind=kind,
         max_work_group_size=int(getattr(device, "max_work_group_size", 256)),
         local_mem_size=int(getattr(device, "local_mem_size", 32768)),
         subgroup_sizes=tuple(getattr(device, "subgroup_sizes", ()) or ()),
@@ -70,7 +71,16 @@ def target_from_device(device: object) -> Target:
         has_fp64=bool(getattr(device, "has_fp64", True)),
         has_int64_atomics="cl_khr_int64_base_atomics" in extensions,
         has_svm=bool(getattr(device, "has_svm", True)),
+        **_vector_registers(kind, getattr(device, "preferred_vector_width", None) or {}),
     )
+
+
+def _vector_registers(kind: str, preferred: dict[str, int]) -> dict[str, int]:
+    """``vector_bytes`` and ``registers`` of a CPU: 64 bytes and 32 registers where the
+    driver prefers 16 float lanes (PoCL on AVX-512), else the defaults (AVX2: 32 x 16)."""
+    if kind == "cpu" and int(preferred.get("float", 0)) >= 16:
+        return {"vector_bytes": 64, "registers": 32}
+    return {}
 
 
 @dataclass(frozen=True)
