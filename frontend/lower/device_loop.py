@@ -24,7 +24,7 @@ from math import prod
 
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.quant import is_quantized
-from frontend.lower import scatter_gather, types
+from frontend.lower import loop_projection, scatter_gather, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
@@ -57,6 +57,10 @@ LANES = 16
 both operands (:func:`_contiguous`): kept in registers, they run along one AVX-512 vector
 of f32 each step, so the C compiler vectorizes them without reassociating (~4x faster
 than a sum of outer products reading the matrix down its columns)."""
+GEMM = True
+"""Run a product of two matrices as the language's register-blocked ``gemm``."""
+GEMM_MIN = 2
+"""... when both its free dimensions are at least this long."""
 SCRATCH = True
 """Compute a dot operand that is not in a buffer into a scratch buffer first."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
@@ -69,20 +73,22 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     in_place = {u for i in range(len(carry)) if (u := _in_place(lw, body, i)) is not None}
     changed = [r for r, a, v in zip(op.results, body.args, body.ops[-1].operands, strict=True)
                if v is not a and v.owner not in in_place]
+    count = _constant_count(trips)
+    found = {h.dot: h for h in loop_projection.find(op, count)}
     if not (_fits(cond, in_place) and _fits(body, in_place)) \
             or any(types.size(v) > MAX_ELEMENTS for v in changed) \
-            or _work(cond, in_place) + _work(body, in_place) > MAX_WORK:
+            or _work(cond, in_place, {}) + _work(body, in_place, found) > MAX_WORK:
         return False
+    hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
     for v in _captured(op):
         if isinstance(v.owner, Op) and v.owner.name not in ELEMENTAL:
             lw.materialize(v)
     for o in cond.ops + body.ops:
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
-    count = _constant_count(trips)
     env = dict(lw.env)
     try:
-        name, params, flag = _kernel(lw, op, carry, count)
+        name, params, flag = _kernel(lw, op, carry, count, hoisted)
     except CompileError:  # an op the fused code cannot express here: a host loop instead
         lw.env = env
         return False
@@ -91,8 +97,12 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     return True
 
 
-def _kernel(lw: FuncLowering, op: Op, carry: list[int],
-            count: int | None) -> tuple[str, tuple[int, ...], int]:
+Hoists = dict[Op, tuple[loop_projection.Hoisted, int]]
+"""Body products computed before the loop: each one's hoisted form and its buffer."""
+
+
+def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
+            hoisted: Hoists) -> tuple[str, tuple[int, ...], int]:
     """Build the loop kernel: its name, parameter buffers and flag buffer."""
     cond, body = op.regions[0].block, op.regions[1].block
     flag = lw.new_buffer("i1", ())
@@ -109,35 +119,35 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int],
         k.attributes = f"work_group_size({WORK_ITEMS},1)"
         if count is not None:  # no condition, no branches: the body, count times
             with k.loop(0, count, [], []):
-                _body(lw, f, op, carry, outs)
+                _body(lw, f, op, carry, outs, hoisted)
             return k.name, tuple(k.params), flag
         go = k.const(True, "i1")
         with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
             loop.yields = [k.branch(loop.carried[0], "i1",
-                                    lambda: _iteration(lw, f, op, carry, outs),
+                                    lambda: _iteration(lw, f, op, carry, outs, hoisted),
                                     lambda: k.const(False, "i1"))]
         _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
     return k.name, tuple(k.params), flag
 
 
 def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-               outs: list[int | None]) -> str:
+               outs: list[int | None], hoisted: Hoists) -> str:
     """One iteration: the condition; when it holds, the body.  Returns the condition."""
     cond = op.regions[0].block
     k = f.k
-    _compute(lw, f, cond)
+    _compute(lw, f, cond, {})
     pred = f.value(cond.ops[-1].operands[0], [])
     with k.block(f"if {pred} {{"):
-        _body(lw, f, op, carry, outs)
+        _body(lw, f, op, carry, outs, hoisted)
     return pred
 
 
 def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-          outs: list[int | None]) -> None:
+          outs: list[int | None], hoisted: Hoists) -> None:
     """The body: its reductions and dots, its results into ``outs``, those into ``carry``."""
     body = op.regions[1].block
     k = f.k
-    _compute(lw, f, body)
+    _compute(lw, f, body, hoisted)
     results = body.ops[-1].operands
     for i, c in enumerate(carry):
         update = _in_place(lw, body, i)
@@ -181,10 +191,13 @@ def _update_slice(f: Fused, op: Op, buffer: int) -> None:
     _each(k, ushape, store)
 
 
-def _compute(lw: FuncLowering, f: Fused, block: Block) -> None:
-    """The block's reductions and dots, in order, into their scratch buffers."""
+def _compute(lw: FuncLowering, f: Fused, block: Block, hoisted: Hoists) -> None:
+    """The block's reductions and dots, in order, into their scratch buffers (a hoisted
+    dot: its time step of the product computed before the loop)."""
     for o in block.ops[:-1]:
-        if o.name == "stablehlo.reduce":
+        if o in hoisted:
+            _time_step(lw, f, *hoisted[o])
+        elif o.name == "stablehlo.reduce":
             _reduce(lw, f, o)
         elif o.name == "stablehlo.dot_general":
             for v in o.operands:
@@ -192,6 +205,16 @@ def _compute(lw: FuncLowering, f: Fused, block: Block) -> None:
                         and v.owner in block.ops:
                     _scratch(lw, f, v)
             _dot(lw, f, o)
+
+
+def _time_step(lw: FuncLowering, f: Fused, h: loop_projection.Hoisted, buf: int) -> None:
+    """A hoisted dot: its time step of the product computed before the loop (``buf``)
+    into its scratch buffer."""
+    r = h.dot.result
+    out, shape = _buf(lw, r), types.shape(r)
+    _each(f.k, shape, lambda idx: f.k.store(loop_projection.load(f, h, buf, idx), out,
+                                            types.elem(r), types.size(r),
+                                            f.k.linear(idx, shape)))
 
 
 def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
@@ -273,6 +296,8 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
 
     n = prod(cshape)
     dims = (lb, rb, lc, rc, lfree, rfree)
+    if GEMM and _gemm(lw, f, op, dims):
+        return
     contiguous = _contiguous(op, dims)
     if types.size(r) >= OUTER_MIN and not contiguous:
         _dot_outer(f, op, _buf(lw, r), dims)
@@ -300,6 +325,38 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
         k.store(total[0], _buf(lw, r), t, types.size(r), k.linear(idx, types.shape(r)))
 
     _each(k, types.shape(r), store)
+
+
+def _gemm(lw: FuncLowering, f: Fused, op: Op, dims: tuple[list[int], ...]) -> bool:
+    """A matrix product of two rank-2 operands held in buffers, f32 or f64, as the
+    language's ``gemm`` (the register-blocked kernel of :mod:`frontend.lower.dot`, run by
+    the loop's one work-item); False (nothing emitted) for other dots."""
+    k = f.k
+    lhs, rhs = op.operands
+    lb, rb, lc, rc, _, _ = dims
+    ls, rs = types.shape(lhs), types.shape(rhs)
+    t = types.elem(op.result)
+    bufs = [lw.buffer_of(lhs), lw.buffer_of(rhs), lw.buffer_of(op.result)]
+    if lb or len(ls) != 2 or len(rs) != 2 or t not in ("f32", "f64") \
+            or {types.elem(lhs), types.elem(rhs)} != {t} or None in bufs:
+        return False
+    ta, tb = lc[0] == 0, rc[0] == 1  # lhs stored [K, M], rhs stored [N, K]
+    m, kk, n = ls[1 - lc[0]], ls[lc[0]], rs[1 - rc[0]]
+    if min(m, n) < GEMM_MIN:
+        return False
+    # column-major, as the gemm reads it: out^T [N, M] = rhs^T [N, K] @ lhs^T [K, M]
+    shapes = [(kk, n) if tb else (n, kk), (m, kk) if ta else (kk, m), (n, m)]
+    views, vtypes = [], []
+    for buf, (rows, cols) in zip((bufs[1], bufs[0], bufs[2]), shapes, strict=True):
+        assert buf is not None
+        ssa, flat = k.param(buf, t, rows * cols)
+        views.append(k.emit(f"expand {ssa}[0 -> {rows}x{cols}] : {flat}", "v"))
+        vtypes.append(f"memref<{t}x{rows}x{cols}>")
+    one, zero = k.const(1.0, t), k.const(0.0, t)
+    k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
+           f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
+           f"{vtypes[2]}")
+    return True
 
 
 def _dot_outer(f: Fused, op: Op, out: int, dims: tuple[list[int], ...]) -> None:
@@ -358,14 +415,16 @@ def _buf(lw: FuncLowering, v: Value) -> int:
     return buf
 
 
-def _work(block: Block, in_place: set[Op]) -> int:
+def _work(block: Block, in_place: set[Op], hoisted: dict[Op, object]) -> int:
     """An estimate of one run of ``block`` in the loop kernel: multiply-adds of its dots,
     elements reduced by its reduces, elements of its other values (of an in-place
-    ``dynamic_update_slice``, its update)."""
+    ``dynamic_update_slice``, its update; of a hoisted dot, its result)."""
     total = 0
     for o in block.ops[:-1]:
         if o in in_place:
             total += types.size(o.operand("update"))
+        elif o in hoisted:
+            total += types.size(o.result)
         elif o.name == "stablehlo.dot_general":
             lc = _dims(o, "lhs_contracting_dimensions")
             shape = types.shape(o.operands[0])
