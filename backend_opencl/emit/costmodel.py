@@ -50,6 +50,15 @@ def lanes(plan: KernelPlan, elem: ScalarType) -> int:
     return max(1, plan.vector_bytes // size) if plan.blocked else 1
 
 
+def vectors(plan: KernelPlan, elem: ScalarType, rm: int) -> int:
+    """Vector registers of ``rm`` rows: the register's lanes, halved until they divide
+    ``rm`` (as the explicit vectors of ``emit/tiling.py``)."""
+    v = lanes(plan, elem)
+    while v > 1 and rm % v:
+        v //= 2
+    return _ceil_div(rm, v)
+
+
 def candidates(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> list[tuple[int, int]]:
     """Every register block that fits the register budget."""
     if not plan.blocked:
@@ -57,15 +66,17 @@ def candidates(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> list[tuple
     v = lanes(plan, elem)
     m_max = _ceil_div(int(m), plan.work_group_size[0]) if is_literal(m) else None
     n_max = _ceil_div(int(n), plan.work_group_size[1]) if is_literal(n) else None
-    rms = sorted({v * i for i in range(1, 9)} | ({pow2_at_least(m_max)} if m_max else set()))
+    rms = {v * i for i in range(1, 9)} | ({pow2_at_least(m_max)} if m_max else set())
+    if m_max and m_max < v and plan.registers >= WIDE_REGISTERS:
+        rms.add(m_max)  # all the rows in one block of narrower vectors (10 x 4: 1.7x 16 x 8)
     out = []
-    for rm in rms:
+    for rm in sorted(rms):
         if m_max is not None and rm > max(v, _ceil_div(m_max, v) * v):
             continue
         for rn in range(1, 9):
             if n_max is not None and rn > n_max:
                 continue
-            vr = _ceil_div(rm, v)
+            vr = vectors(plan, elem, rm)
             if vr * rn + vr + 1 <= plan.registers:
                 out.append((rm, rn))
     return out or [(1, 1)]
@@ -74,13 +85,12 @@ def candidates(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> list[tuple
 def cost(plan: KernelPlan, elem: ScalarType, m: str, n: str, block: tuple[int, int]) -> float:
     """Modelled cycles per k step for the whole ``m x n`` output of one work-group."""
     rm, rn = block
-    v = lanes(plan, elem)
     wgx, wgy = plan.work_group_size
     em = int(m) if is_literal(m) else DYNAMIC_EXTENT
     en = int(n) if is_literal(n) else DYNAMIC_EXTENT
     per_item_m, per_item_n = _ceil_div(em, wgx), _ceil_div(en, wgy)
     full_m, full_n = per_item_m // rm, per_item_n // rn
-    vr = _ceil_div(rm, v)
+    vr = vectors(plan, elem, rm)
     full = max(vr * rn / FMA_PER_CYCLE, FMA_LATENCY, (vr + rn) / LOADS_PER_CYCLE) + \
         step_overhead(plan)
     edge_rows, edge_cols = per_item_m - full_m * rm, per_item_n - full_n * rn

@@ -30,6 +30,9 @@ CASES = [
     Case("f64", "n", "t", 33, 9, 5, strided=True),
     Case("f32", "t", "t", 96, 8, 12, strided=True, beta="zero"),
     Case("f64", "t", "n", 16, 24, 3, dynamic=True, beta="zero"),
+    Case("f32", "n", "n", 10, 37, 40),               # fewer rows than one vector: 10 x 4
+    Case("f32", "n", "t", 9, 11, 7, beta="zero"),
+    Case("f64", "n", "n", 3, 9, 5),
 ]
 
 
@@ -58,12 +61,13 @@ def test_wide_target_stages_and_reads_in_place(h, rng, stage: bool) -> None:
 def test_wide_target_writes_512_bit_vectors() -> None:
     """A 256 x 32 f32 gemm gets 32 x 8 blocks of two ``float16`` (AVX2: 16 x 4 of two
     ``float8``); f64 gets ``double8``."""
-    text = """
-func @g(%A: memref<{t}x256x64>, %B: memref<{t}x64x32>, %C: memref<{t}x256x32>) {{
-  %one = constant 1.0 : {t}
-  %zero = constant 0.0 : {t}
-  gemm.n.n %one, %A, %B, %zero, %C : {t}, memref<{t}x256x64>, memref<{t}x64x32>, {t}, memref<{t}x256x32>
-}}
+    a, b, c = "memref<{t}x256x64>", "memref<{t}x64x32>", "memref<{t}x256x32>"
+    text = f"""
+func @g(%A: {a}, %B: {b}, %C: {c}) {{{{
+  %one = constant 1.0 : {{t}}
+  %zero = constant 0.0 : {{t}}
+  gemm.n.n %one, %A, %B, %zero, %C : {{t}}, {a}, {b}, {{t}}, {c}
+}}}}
 """
     def source(t: str, target: Target) -> str:
         return lower(tensorlang.parse(text.format(t=t)), target).source
@@ -83,6 +87,7 @@ def _plan(target: Target) -> KernelPlan:
     ("64", "32", (16, 4), (32, 8)),
     ("16", "16", (16, 4), (16, 8)),
     ("56", "9", (56, 1), (48, 3)),
+    ("10", "32", (8, 8), (10, 4)),
 ])
 def test_cost_model_blocks_per_register_width(m: str, n: str, avx2: tuple[int, int],
                                               avx512: tuple[int, int]) -> None:
