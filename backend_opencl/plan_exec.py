@@ -90,6 +90,9 @@ class Executable:
         self._written: frozenset[int] | None = None
         self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()
+        self._spin = launch.Spin(bool(self._align))  # the final wait of a call
+        self.pred_spin = launch.Spin(bool(self._align))
+        """How a read of a branch's or loop's predicate waits."""
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         start = time.perf_counter()
@@ -220,7 +223,7 @@ class Executable:
         """The results, after one wait: results bound in place are already in their
         arrays, device results are read back without blocking first, and results in
         pooled host memory are copied out after the wait."""
-        queue, last, flats = self.device.queue, None, []
+        queue, last, flats = self.device.queue, run.last, []
         for bid, host in zip(self.plan.results, hosts, strict=True):
             arr = run.get(bid)
             pooled = host is None and isinstance(arr, buffers.HostArray)
@@ -228,7 +231,7 @@ class Executable:
                 host = np.empty(self.plan.buffer(bid).size, self._storage[bid])
                 last = buffers.read_async(queue, arr, host) or last
             flats.append((arr.host, True) if pooled else (host, False))
-        launch.finish(queue, last)
+        launch.finish(queue, last, self._spin)
         run.keep.clear()
         return tuple(self._result(bid, flat, copy, dtype, profiling) for bid, (flat, copy), dtype
                      in zip(self.plan.results, flats, self.result_dtypes, strict=True))
@@ -320,7 +323,7 @@ class _Resolver:
             return self.launch(step)
         if isinstance(step, Copy):
             src, dst, device = step.src, step.dst, self.exe.device
-            return lambda run: buffers.copy(device, run.get(dst), run.get(src))
+            return lambda run: run.enqueued(buffers.copy(device, run.get(dst), run.get(src)))
         if isinstance(step, Free):
             bids = step.buffers
             return lambda run: run.free(bids)
@@ -338,11 +341,14 @@ class _Resolver:
         kernel = self.exe.module.kernels[step.kernel]
         args, groups = step.args, step.num_groups
         if not self.direct_launch(step):
-            return lambda run: kernel(*[run.checked(b) for b in args], num_groups=groups)
+            def checked(run: _Run) -> None:
+                kernel(*[run.checked(b) for b in args], num_groups=groups)
+                run.last = None  # the checked call waited for the queue
+            return checked
         run_kernel = launch.prepared(self.exe.device.queue, self.exe.module.program,
                                      kernel.info.c_name, groups,
                                      kernel.info.plan.work_group_size, kernel.name)
-        return lambda run: run_kernel([run.get(b) for b in args])
+        return lambda run: run.enqueued(run_kernel([run.get(b) for b in args]))
 
     def direct_launch(self, step: Launch) -> bool:
         """True when the launch's kernel takes exactly its buffers as flat memrefs of their
@@ -388,6 +394,13 @@ class _Run:
         self.pool = pool
         self.keep: list[np.ndarray] = []  # host arrays of uploads not yet waited for
         self.borrowed: set[int] = set()  # buffers bound to the caller's or result memory
+        self.last: Any = None
+        """The event of this run's last command (None: none in flight)."""
+
+    def enqueued(self, event: Any) -> None:
+        """Note ``event`` (None: nothing was enqueued) as the last command's."""
+        if event is not None:
+            self.last = event
 
     def borrow(self, bid: int, arr: Any) -> None:
         """Make ``arr`` (a pyopencl or host array that is not the pool's) buffer ``bid``."""
@@ -418,8 +431,13 @@ class _Run:
             step(self)
 
     def scalar(self, bid: int) -> Any:
-        """Read a one-element buffer back to the host."""
-        return buffers.download(self.get(bid), 1)[0]
+        """Read a one-element buffer back to the host (host memory: after waiting for
+        the last command, polling as :class:`launch.Spin` does)."""
+        arr = self.get(bid)
+        if isinstance(arr, buffers.HostArray):
+            launch.finish(self.exe.device.queue, self.last, self.exe.pred_spin)
+            return arr.host[0]
+        return buffers.download(arr, 1)[0]
 
     def free(self, bids: tuple[int, ...]) -> None:
         """Return buffers to the pool."""

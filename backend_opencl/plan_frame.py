@@ -117,6 +117,8 @@ class Frame:
         for bid, slot in layout.slot_of.items():
             self.cur[bid] = self.slots[slot]
         self.keep: list[Any] = []  # host arrays of uploads not yet waited for
+        self.last: Any = None
+        """The event of this call's last command (None: none in flight)."""
         self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
         self.ops: list[Op] = []
         self.labels: list[str] = []
@@ -141,8 +143,8 @@ class Frame:
                                           (step.num_groups * wgx, wgy), (wgx, wgy)))
         self.labels.append(step.kernel)
 
-    def _copy(self, dst: int, src: int) -> None:
-        buffers.copy(self.exe.device, self.get(dst), self.get(src))
+    def _copy(self, dst: int, src: int) -> Any:
+        return buffers.copy(self.exe.device, self.get(dst), self.get(src))
 
     def get(self, bid: int) -> Any:
         """The array of buffer ``bid`` in this call (a parameter's slot is made on first
@@ -167,14 +169,19 @@ class Frame:
                 buf = self.get(bid).base_data
                 for kernel, index in uses:
                     kernel.set_arg(index, buf)
+        last = None
         if profiling:
             for op, label in zip(self.ops, self.labels, strict=True):
                 event = op()
                 if label:
                     profile.PROFILE.launch(label, event)
+                last = event if event is not None else last
         else:
             for op in self.ops:
-                op()
+                event = op()
+                if event is not None:
+                    last = event
+        self.last = last
 
     def reset(self) -> None:
         """Forget this call's borrowed arrays (nothing of the caller's stays alive)."""
@@ -183,6 +190,7 @@ class Frame:
             slot = slot_of.get(bid)
             cur[bid] = slots[slot] if slot is not None else None
         self.keep.clear()
+        self.last = None
 
 
 class Frames:

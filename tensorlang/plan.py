@@ -11,7 +11,7 @@ front end builds it and the back end (``backend_opencl.plan_exec``) executes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 
@@ -195,3 +195,34 @@ def with_frees(steps: list[Step], keep: set[int]) -> list[Step]:
         if i in ends:
             out.append(Free(tuple(sorted(ends[i]))))
     return out
+
+
+def renamed(steps: tuple[Step, ...] | list[Step], names: dict[int, int]) -> tuple[Step, ...]:
+    """``steps`` (nested ones included) with every buffer id ``b`` in ``names`` replaced
+    by ``names[b]``."""
+    def b(bid: int) -> int:
+        return names.get(bid, bid)
+
+    def one(step: Step) -> Step:
+        if isinstance(step, Launch):
+            return replace(step, args=tuple(b(a) for a in step.args))
+        if isinstance(step, Copy):
+            return Copy(b(step.src), b(step.dst))
+        if isinstance(step, Free):
+            return Free(tuple(b(a) for a in step.buffers))
+        if isinstance(step, If):
+            return If(b(step.pred), renamed(step.then, names), renamed(step.otherwise, names))
+        if isinstance(step, Case):
+            return Case(b(step.index), tuple(renamed(br, names) for br in step.branches))
+        trips = step.trips
+        if trips is not None:
+            trips = replace(trips, start=_bound(trips.start, names),
+                            limit=_bound(trips.limit, names))
+        return While(renamed(step.cond, names), b(step.pred), renamed(step.body, names), trips)
+
+    return tuple(one(s) for s in steps)
+
+
+def _bound(bound: Bound, names: dict[int, int]) -> Bound:
+    return bound if bound.buffer is None else Bound(bound.value,
+                                                    names.get(bound.buffer, bound.buffer))

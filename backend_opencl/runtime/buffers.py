@@ -94,9 +94,11 @@ def read_async(queue: Any, arr: Any, host: np.ndarray) -> Any:
                            is_blocking=False)
 
 
-def copy(device: Any, dst: Any, src: Any) -> None:
-    """Copy ``src``'s elements into ``dst`` on the device."""
+def copy(device: Any, dst: Any, src: Any) -> Any:
+    """Copy ``src``'s elements into ``dst`` on the device; return the copy's event (None
+    when there is nothing to copy)."""
     nbytes = min(dst.nbytes, src.nbytes)
-    if nbytes:
-        cl.enqueue_copy(device.queue, dst.base_data, src.base_data, src_offset=src.offset,
-                        dst_offset=dst.offset, byte_count=nbytes)
+    if not nbytes:
+        return None
+    return cl.enqueue_copy(device.queue, dst.base_data, src.base_data, src_offset=src.offset,
+                           dst_offset=dst.offset, byte_count=nbytes)

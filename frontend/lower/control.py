@@ -15,7 +15,7 @@ from frontend.lower import device_loop, dynamic, loops, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Case, Copy, If, While
+from tensorlang.plan import Case, Copy, If, While, renamed
 
 
 def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
@@ -23,9 +23,13 @@ def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
 
 
 def _run_into(lw: FuncLowering, block: Block, outs: list[int],
-              args: Sequence[int] = (), in_place: dict[Op, int] | None = None) -> None:
+              args: Sequence[int] = (), in_place: dict[Op, int] | None = None,
+              fresh: int | None = None) -> None:
     """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``;
-    the ``dynamic_update_slice`` ops of ``in_place`` update their buffer in place."""
+    the ``dynamic_update_slice`` ops of ``in_place`` update their buffer in place.  With
+    ``fresh`` (the first buffer id made for this block; ``outs`` are not read in it), a
+    result in a buffer the block made is computed straight into its ``outs`` buffer
+    instead of copied there."""
     for a, buf in zip(block.args, args, strict=True):
         lw.bind(a, buf)
     for op in block.ops[:-1]:
@@ -35,9 +39,11 @@ def _run_into(lw: FuncLowering, block: Block, outs: list[int],
         else:
             lw.lower_op(op)
     results = [lw.materialize(v) for v in block.ops[-1].operands]
+    if fresh is not None:
+        results = _write_into(lw, results, outs, fresh)
     staged = []
     for src, dst in zip(results, outs, strict=True):
-        if src != dst and src in outs:  # a permutation of carried buffers: stage first
+        if fresh is None and src != dst and src in outs:  # carried buffers permuted
             tmp = lw.new_buffer(lw.buffers[src].dtype, lw.buffers[src].shape)
             lw.step(Copy(src, tmp))
             src = tmp
@@ -45,6 +51,21 @@ def _run_into(lw: FuncLowering, block: Block, outs: list[int],
     for src, dst in staged:
         if src != dst:
             lw.step(Copy(src, dst))
+
+
+def _write_into(lw: FuncLowering, results: list[int], outs: list[int], fresh: int
+                ) -> list[int]:
+    """Rename the block's own result buffers (made from id ``fresh`` on, no constants)
+    to their ``outs`` buffers in the block's steps (a buffer returned twice: to the
+    first); return the buffers to copy the results from."""
+    names: dict[int, int] = {}
+    checked = {buf for buf, _ in lw.checks}
+    for src, dst in zip(results, outs, strict=True):
+        if src >= fresh and lw.buffers[src].init is None and src not in names \
+                and src not in checked:
+            names[src] = dst
+    lw.steps[:] = renamed(lw.steps, names)
+    return [names.get(src, src) for src in results]
 
 
 def _updates_in_place(lw: FuncLowering, body: Block, carry: list[int]) -> dict[Op, int]:
@@ -124,7 +145,7 @@ def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:
     branches = []
     for region in op.regions:
         with lw.nested() as steps:
-            _run_into(lw, region.block, outs)
+            _run_into(lw, region.block, outs, fresh=len(lw.buffers))
         branches.append(tuple(steps))
     return outs, branches
 

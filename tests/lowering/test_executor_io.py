@@ -105,8 +105,8 @@ def test_aligned_arguments_and_results_are_bound_in_place(monkeypatch) -> None:
 def test_results_come_back_after_one_wait(monkeypatch) -> None:
     waits: list[object] = []
     real = launch.finish
-    monkeypatch.setattr(launch, "finish", lambda q, last=None: (waits.append(q),
-                                                                 real(q, last)))
+    monkeypatch.setattr(launch, "finish", lambda q, last=None, spin=None: (
+        waits.append(q), real(q, last, spin)))
     monkeypatch.setattr(buffers, "download", lambda *a: pytest.fail("a blocking read"))
     exe = backend_opencl.compile_stablehlo(MULTI)
     a, b, s = rand((N, N)), rand((N, N)), rand((4,))
