@@ -9,10 +9,11 @@ bits make short branch-free formulas accurate, and rounds once to float: results
 within about 0.5 ulp (correctly rounded for all but rare inputs).  Every choice is a
 select, never a branch or a call the vectoriser cannot widen:
 
-* ``sin``, ``cos``: ``|x| < 2`` is reduced modulo pi/2 in double (two-part pi/2);
-  larger ``|x|`` by the exact integer Payne-Hanek reduction of ARM's optimized-routines
-  (``reduce_large``: a 32x96-bit product with a window of 2/pi's bits); then Taylor
-  polynomials of degree 11 and 12 on ``[-pi/4, pi/4]`` (error < 1e-11).
+* ``sin``, ``cos``: ``|x| = m 2^(e-150)`` times 2/pi modulo 4 as ``m`` times a
+  two-double ``2^(e-150) 2/pi mod 4`` from a 256-entry table indexed by the exponent
+  (exact products by FMA; one path for every ``x``, no select between a short and a
+  long reduction, both of which a vector loop would compute); then Taylor polynomials
+  of degree 11 and 12 on ``[-pi/4, pi/4]`` (error < 1e-11).
 * ``log``, ``log1p``: ``u = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (fdlibm's
   reduction on the high word) and ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, to
   ``s^15``; ``log1p`` forms ``1 + x`` exactly in double (``|x| >= 1e-4``) or uses its
@@ -30,6 +31,7 @@ select, never a branch or a call the vectoriser cannot widen:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from backend_opencl.emit.unit import Unit
 
@@ -41,25 +43,66 @@ _INLINE = "__attribute__((always_inline)) "
 longer ones) keeps the loop scalar."""
 
 
-_INV_PIO4 = "a2f9836e4e441529fc2757d1f534ddc0db6295993c439041"
-"""The first 192 bits of 2/pi (4/pi's bits after its leading 1), as hex."""
+_TWO_OVER_PI = int("a2f9836e4e441529fc2757d1f534ddc0db6295993c439041"
+                   "fe5163abdebbc561b7246e3a424dd2e006492eea09d1921cfe1d", 16)
+"""The first 400 bits of 2/pi after the binary point."""
 
-_ERFCX = (1.1700964778682196e-06, -3.0153073808156528e-06, 2.9497007261681337e-06,
-          -7.63536879852362e-06, 2.6996280571273344e-05, -6.522958929266673e-05,
-          0.0001479358314377979, -0.00034447479273270874, 0.0007866800734298066,
-          -0.0017445817202869389, 0.003767868588935274, -0.007914236070422964,
-          0.0161278025365156, -0.0318043474653308, 0.06051069082510566,
-          -0.110665865619685, 0.19366209628030392)
+
+def _two_over_pi_times(s: int) -> Fraction:
+    """``2^s * 2/pi`` modulo 4 to about ``400 - s`` bits (only its value modulo 4 matters
+    to the quadrant of an integer multiple)."""
+    if s >= 0:
+        return Fraction((_TWO_OVER_PI << s) % (4 << 400), 1 << 400)
+    return Fraction(_TWO_OVER_PI, 1 << (400 - s))
+
+
+def _tables() -> str:
+    """``T0[e] + T1[e]`` = ``2^(e-150) 2/pi`` modulo 4 (two doubles, 106 bits) for each
+    biased float exponent ``e``; ``e = 0`` (subnormals) uses ``e = 1``'s scale."""
+    hi, lo = [], []
+    for e in range(256):
+        value = _two_over_pi_times(max(e, 1) - 150)
+        hi.append(float(value))
+        lo.append(float(value - Fraction(hi[-1])))
+    rows = [", ".join(repr(v) for v in part) for part in (hi, lo)]
+    return "".join(f"constant double @NAME@{i}[256] = {{{row}}};\n" for i, row in enumerate(rows))
+
+
+_ERFCX = (-1.6689786413350397e-05, 4.560428099644457e-05, -5.549780203136858e-05,
+          0.00011911057793765307, -0.0003485312861313555, 0.0008070798862585446,
+          -0.0017445233550029888, 0.0037606999625360055, -0.007913854899226382,
+          0.016128977365896552, -0.0318044258266597, 0.060510619933665785,
+          -0.11066586214258185, 0.1936620969643554)
 """``erfcx(x) = exp(x^2) erfc(x)`` on ``[1, 4.5]`` in ``u = (x - 2.75) / 1.75``, highest
-power first: ``numpy.polynomial.chebyshev.chebfit`` of degree 16 to mpmath's values at
-400 Chebyshev nodes, converted by ``cheb2poly`` (tests/lowering/test_mathfns_inline.py
-checks erf to 1 ulp)."""
+power first: ``numpy.polynomial.chebyshev.chebfit`` of degree 13 to mpmath's values at
+3000 Chebyshev nodes weighted for relative error (2^-27.6), converted by ``cheb2poly``.
+The fits below are made the same way (relative error given; a float needs 2^-25 for a
+result within 0.55 ulp)."""
 
+_ERF_SMALL = (1.1283791670570975, -0.3761263842595654, 0.11283781839093468,
+              -0.02686539212472821, 0.005220923217647505, -0.0008482507777231104,
+              0.00011254641119404073, -9.634992447296575e-06)
+"""``erf(x) / x`` on ``[0, 1]`` as a polynomial in ``z = x^2``, lowest power first
+(2^-34.8)."""
 
-def _table() -> str:
-    words = [int(_INV_PIO4[max(0, 2 * i - 6):2 * i + 2], 16) for i in range(24)]
-    body = ", ".join(f"0x{w:x}u" for w in words)
-    return f"constant uint @NAME@[24] = {{{body}}};\n"
+_SIN = (0.9999999999954007, -0.1666666663013152, 0.008333328660303754,
+        -0.00019839169489623045, 2.7170718603043413e-06)
+"""``sin(r) / r`` on ``|r| <= pi/4`` in ``s = r^2``, lowest power first (2^-37.7)."""
+
+_COS = (0.999999999999933, -0.4999999999925813, 0.04166666653178452,
+        -0.0013888879841598867, 2.4798826123735262e-05, -2.7166748748981786e-07)
+"""``cos(r)`` on ``|r| <= pi/4`` in ``s = r^2``, lowest power first (2^-43.8)."""
+
+_ATANH = (0.3333333327502205, 0.2000006276331276, 0.14275200177140138, 0.11670964093391409)
+"""``(atanh(s) / s - 1) / s^2`` on ``|s| <= 0.1716`` (``log``'s reduced range) in
+``z = s^2``, lowest power first (error in ``log`` 2^-34)."""
+
+_EXP_SHORT = (0.9999999999616426, 1.000000000260134, 0.5000000104759805, 0.1666666501435735,
+              0.0416662245601703, 0.008333579261430012, 0.0013948251914420394,
+              0.0001976677428168743)
+"""``e^r`` on ``|r| <= ln(2)/2``, lowest power first (2^-34.5): ``pow``, ``tanh`` and
+``erf``, whose results do not cancel against the exponential (``expm1`` keeps the
+degree-10 Taylor polynomial)."""
 
 
 def _horner(var: str, coeffs: tuple[float, ...] | list[float]) -> str:
@@ -73,39 +116,32 @@ def _taylor(terms: list[float], var: str) -> str:
     return _horner(var, terms[::-1])
 
 
-_SIN = [(-1) ** k / math.factorial(2 * k + 1) for k in range(6)]
-_COS = [(-1) ** k / math.factorial(2 * k) for k in range(7)]
 
 
 def _sincos(unit: Unit) -> str:
-    """The shared core: ``|x|`` reduced modulo pi/2 to ``r``; returns ``sin r`` or
-    ``cos r`` by the quadrant (plus ``shift``: 0 for sin, 1 for cos) and stores the
-    quadrant's sign bit in ``*sign``.  (This shape vectorises; returning both values
-    and the quadrant does not, by LLVM's cost model.)"""
-    table = unit.helper("inv_pio4", _table())
+    """The shared core: ``|x| = m 2^(e-150)`` (``m`` the 24-bit significand) times 2/pi
+    modulo 4 is ``m (T0[e] + T1[e])`` in exact double-double steps (no branch on the
+    size of ``x``: a select between a short and a long reduction computes both in a
+    vector loop); returns ``sin r`` or ``cos r`` by the quadrant (plus ``shift``: 0 for
+    sin, 1 for cos) and stores the quadrant's sign bit in ``*sign``.  (This shape
+    vectorises; returning both values and the quadrant does not, by LLVM's cost model.)"""
+    table = unit.helper("two_over_pi", _tables())
     head = "double @NAME@(float x, uint shift, ulong* sign) {"
     return unit.helper("sincos_core", _INLINE + head + f"""
     const uint xi = as_uint(x) & 0x7fffffffu;
-    const double ax = (double)as_float(xi);
-    const double t0 = ax * 0.6366197723675814 + 0x1.8p52;
-    const double n0 = t0 - 0x1.8p52;
-    const double r0 = (ax - n0 * 1.5707963267948966) - n0 * 6.123233995736766e-17;
-    const uint idx = (xi >> 26) & 15u;
-    const uint m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23) & 7u);
-    ulong res0 = (ulong)(m * {table}[idx]);
-    const ulong res1 = (ulong)m * (ulong){table}[idx + 4];
-    const ulong res2 = (ulong)m * (ulong){table}[idx + 8];
-    res0 = ((res2 >> 32) | (res0 << 32)) + res1;
-    const ulong n1 = (res0 + (1UL << 61)) >> 62;
-    res0 -= n1 << 62;
-    const double lo = as_double(0x4330000000000000UL | (res0 & 0xffffffffUL)) - 0x1p52;
-    const double r1 = ((double)(int)(res0 >> 32) * 0x1p32 + lo) * 0x1.921FB54442D18p-62;
-    const int small = xi < 0x40000000u;
-    const ulong q = (small ? as_ulong(t0) : n1) + shift;
-    const double r = small ? r0 : r1;
+    const uint e = xi >> 23;
+    const double m = (double)(int)((xi & 0x7fffffu) | (e != 0 ? 0x800000u : 0u));
+    const double t0 = {table}0[e], t1 = {table}1[e];
+    const double hi = m * t0;
+    const double lo = fma(m, t0, -hi);
+    const double k0 = (hi + 0x1.8p52) - 0x1.8p52;
+    const double f0 = (hi - k0) + fma(m, t1, lo);
+    const double k1 = (f0 + 0x1.8p52) - 0x1.8p52;
+    const double r = (f0 - k1) * 1.5707963267948966;
+    const ulong q = (ulong)(long)(k0 + k1) + shift;
     const double s = r * r;
-    const double sn = r * {_taylor(_SIN, "s")};
-    const double cs = {_taylor(_COS, "s")};
+    const double sn = r * {_taylor(list(_SIN), "s")};
+    const double cs = {_taylor(list(_COS), "s")};
     *sign = (q & 2) << 62;
     return (q & 1) ? cs : sn;
 }}
@@ -144,29 +180,29 @@ def _sincos_pair(unit: Unit) -> str:
             f"{float_fn(unit, 'cos')}(x));\n}}\n")
 
 
-_ATANH = [1 / (2 * k + 1) for k in range(1, 8)]
 _EXP = [1 / math.factorial(k) for k in range(11)]
 
 
-def _exp_double(unit: Unit) -> str:
+def _exp_double(unit: Unit, short: bool = False) -> str:
     """``exp`` in double for the float helpers: ``2^k e^r`` with ``|r| <= ln(2)/2`` and a
-    Taylor polynomial of degree 10 (relative error < 3e-13), ``x`` clamped to
-    ``[-110, 90]`` (beyond, every float result is 0 or inf).  Cheaper than the builtin,
-    whose full double accuracy the float results do not need."""
-    return unit.helper("exp_d", _INLINE + f"""double @NAME@(double x) {{
+    polynomial (``short``: the degree-7 fit, relative error 2^-34.5; else the degree-10
+    Taylor polynomial, < 3e-13), ``x`` clamped to ``[-110, 90]`` (beyond, every float
+    result is 0 or inf).  Cheaper than the builtin, whose full double accuracy the float
+    results do not need."""
+    poly = _taylor(list(_EXP_SHORT), "r") if short else _taylor(_EXP, "r")
+    return unit.helper("exp_ds" if short else "exp_d", _INLINE + f"""double @NAME@(double x) {{
     const double c = x < -110.0 ? -110.0 : (x > 90.0 ? 90.0 : x);
     const double t = c * 1.4426950408889634 + 0x1.8p52;
     const double k = t - 0x1.8p52;
     const double r = (c - k * 0.6931471805599453) - k * 2.3190468138462996e-17;
-    return {_taylor(_EXP, "r")} * as_double((as_ulong(t) + 1023UL) << 52);
+    return {poly} * as_double((as_ulong(t) + 1023UL) << 52);
 }}
 """)
 
 
-
 def _log_pos(unit: Unit) -> str:
     """``log u`` in double for a positive finite normal ``u``."""
-    series = _horner("z", _ATANH[::-1])
+    series = _taylor(list(_ATANH), "z")
     return unit.helper("log_pos", _INLINE + f"""double @NAME@(double u) {{
     const ulong bits = as_ulong(u);
     const uint h = (uint)(bits >> 32) + (0x3ff00000u - 0x3fe6a09eu);
@@ -221,7 +257,7 @@ def _tanh(unit: Unit) -> str:
     return f"""float @NAME@(float x) {{
     const float ax = fabs(x);
     const double a = (double)(ax > 10.0f ? 10.0f : ax);
-    const double e = {_exp_double(unit)}(2.0 * a);
+    const double e = {_exp_double(unit, True)}(2.0 * a);
     const double big = (e - 1.0) / (e + 1.0);
     const double s = a * a;
     const double small = a * {taylor};
@@ -232,15 +268,14 @@ def _tanh(unit: Unit) -> str:
 
 
 def _erf(unit: Unit) -> str:
-    taylor = _taylor([2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1))
-                      for n in range(13)], "z")
+    taylor = _taylor(list(_ERF_SMALL), "z")
     return f"""float @NAME@(float x) {{
     const float ax = fabs(x);
     const double a = (double)(ax > 4.5f ? 4.5f : ax);
     const double z = a * a;
     const double small = a * {taylor};
     const double u = (a - 2.75) * (1.0 / 1.75);
-    const double big = 1.0 - {_exp_double(unit)}(-z) * {_horner("u", _ERFCX)};
+    const double big = 1.0 - {_exp_double(unit, True)}(-z) * {_horner("u", _ERFCX)};
     const float r = (float)(ax < 1.0f ? small : big);
     return x != x ? x : as_float(as_uint(r) | (as_uint(x) & 0x80000000u));
 }}
@@ -252,8 +287,9 @@ def _pow(unit: Unit) -> str:
     return f"""float @NAME@(float x, float y) {{
     const float ax = fabs(x);
     const double l = ax == 0 ? -INFINITY : (ax == INFINITY ? INFINITY : {core}((double)ax));
-    float r = (float){_exp_double(unit)}((double)y * l);
-    const int integral = y == rint(y);
+    float r = (float){_exp_double(unit, True)}((double)y * l);
+    const float ay = fabs(y);
+    const int integral = (ay >= 0x1p23f) | (ay == (float)(int)(ay < 0x1p23f ? ay : 0.0f));
     const int odd = integral & (fabs(y) < 0x1p24f) & ((int)y & 1);
     r = (odd & (as_int(x) < 0)) ? -r : r;
     r = ((x < 0) & (x > -INFINITY) & !integral & (fabs(y) < INFINITY)) ? NAN : r;
