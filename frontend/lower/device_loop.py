@@ -114,24 +114,26 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
             if o.name in _COMPUTED:
                 for r in o.results:
                     lw.bind(r, lw.buffer_for(r))
-        outs = [None if v is body.args[i] or _in_place(lw, body, i) else lw.buffer_for(v)
-                for i, v in enumerate(body.ops[-1].operands)]
+        direct = _direct(lw, body)
+        outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
+                else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
         k.attributes = f"work_group_size({WORK_ITEMS},1)"
         if count is not None:  # no condition, no branches: the body, count times
             with k.loop(0, count, [], []):
-                _body(lw, f, op, carry, outs, hoisted)
+                _body(lw, f, op, carry, (outs, direct), hoisted)
             return k.name, tuple(k.params), flag
         go = k.const(True, "i1")
         with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
             loop.yields = [k.branch(loop.carried[0], "i1",
-                                    lambda: _iteration(lw, f, op, carry, outs, hoisted),
+                                    lambda: _iteration(lw, f, op, carry, (outs, direct),
+                                                       hoisted),
                                     lambda: k.const(False, "i1"))]
         _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
     return k.name, tuple(k.params), flag
 
 
 def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-               outs: list[int | None], hoisted: Hoists) -> str:
+               outs: tuple[list[int | None], list[int]], hoisted: Hoists) -> str:
     """One iteration: the condition; when it holds, the body.  Returns the condition."""
     cond = op.regions[0].block
     k = f.k
@@ -143,27 +145,83 @@ def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
 
 
 def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-          outs: list[int | None], hoisted: Hoists) -> None:
-    """The body: its reductions and dots, its results into ``outs``, those into ``carry``."""
+          written: tuple[list[int | None], list[int]], hoisted: Hoists) -> None:
+    """The body: its reductions and dots; its results into temporaries ``outs`` (then
+    read from there), those in ``direct`` straight into their carried buffers, in that
+    order (:func:`_direct`); the in-place slice updates; the temporaries into ``carry``."""
     body = op.regions[1].block
     k = f.k
+    outs, direct = written
     _compute(lw, f, body, hoisted)
     results = body.ops[-1].operands
+    for v, out in zip(results, outs, strict=True):
+        if out is not None:
+            _store_all(lw, f, v, out)
+    for i in direct:
+        _store_all(lw, f, results[i], carry[i])
     for i, c in enumerate(carry):
         update = _in_place(lw, body, i)
         if update is not None:  # nothing else reads the carried operand: write the slice
             _update_slice(f, update, c)
-    for v, out in zip(results, outs, strict=True):
-        if out is not None:
-            _each(k, types.shape(v), lambda idx, v=v, out=out: k.store(
-                f.value(v, idx), out, types.elem(v), types.size(v),
-                k.linear(idx, types.shape(v))))
     for v, out, c in zip(results, outs, carry, strict=True):
         if out is not None:
             n, t = types.size(v), types.elem(v)
             _each(k, types.shape(v), lambda idx, out=out, c=c, n=n, t=t, v=v: k.store(
                 k.load(out, t, n, k.linear(idx, types.shape(v))), c, t, n,
                 k.linear(idx, types.shape(v))))
+
+
+def _store_all(lw: FuncLowering, f: Fused, v: Value, out: int) -> None:
+    """Every element of ``v`` into ``out``; later reads of ``v`` load it from there."""
+    k, shape = f.k, types.shape(v)
+    _each(k, shape, lambda idx: k.store(f.value(v, idx), out, types.elem(v), types.size(v),
+                                        k.linear(idx, shape)))
+    if not isinstance(v.owner, Block):
+        lw.bind(v, out)
+
+
+def _direct(lw: FuncLowering, body: Block) -> list[int]:
+    """The body results that can be computed straight into their carried buffers, in the
+    order to write them: result ``i`` when its value does not read carried value ``i``,
+    no in-place slice update reads it, and only results written before it do."""
+    results = body.ops[-1].operands
+    changed = [i for i, v in enumerate(results)
+               if v is not body.args[i] and _in_place(lw, body, i) is None]
+    reads = {i: _reads(lw, body, results[i]) for i in changed}
+    updated: set[int] = set()
+    for i in range(len(results)):
+        update = _in_place(lw, body, i)
+        if update is not None:
+            for v in update.operands[1:]:
+                updated |= _reads(lw, body, v)
+    left = [i for i in changed if i not in reads[i] and i not in updated]
+    order = []
+    while True:
+        pick = next((i for i in left if not any(i in reads[j] for j in left if j != i)), None)
+        if pick is None:
+            return order
+        order.append(pick)
+        left.remove(pick)
+
+
+def _reads(lw: FuncLowering, body: Block, v: Value) -> set[int]:
+    """The carried values (body argument positions) that computing ``v`` in the loop
+    kernel reads, not counting those behind values already in buffers."""
+    out: set[int] = set()
+    seen: set[Value] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in body.args:
+            out.add(body.args.index(x))
+        elif lw.buffer_of(x) is None and isinstance(x.owner, Op):
+            todo.extend(x.owner.operands)
+            for region in x.owner.regions:
+                todo.extend(w for o in region.block.ops for w in o.operands)
+    return out
 
 
 def _in_place(lw: FuncLowering, body: Block, i: int) -> Op | None:
@@ -182,8 +240,9 @@ def _update_slice(f: Fused, op: Op, buffer: int) -> None:
     update = op.operand("update")
     ushape, oshape = types.shape(update), types.shape(op.result)
 
+    starts = scatter_gather._dynamic_starts(f, op, list(ushape))  # once, not per element
+
     def store(idx: list[IndexExpr]) -> None:
-        starts = scatter_gather._dynamic_starts(f, op, list(ushape))
         at = [k.iadd(s, i) for s, i in zip(starts, idx, strict=True)]
         k.store(f.value(update, idx), buffer, types.elem(op.result), types.size(op.result),
                 k.linear(at, oshape))
