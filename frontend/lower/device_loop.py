@@ -30,7 +30,7 @@ from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import ELEMENTAL, KERNEL
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Launch, TripCount, While
+from tensorlang.plan import Copy, Launch, TripCount, While
 
 MAX_ELEMENTS = 4096
 """The largest value (elements) a loop may compute per iteration to run as one kernel
@@ -61,6 +61,9 @@ GEMM = True
 """Run a product of two matrices as the language's register-blocked ``gemm``."""
 GEMM_MIN = 2
 """... when both its free dimensions are at least this long."""
+FOLD_INITS = True
+"""Compute carried buffers initialized from constants in the (counted) loop kernel
+instead of a launch of their own (:func:`_fold_inits`)."""
 SCRATCH = True
 """Compute a dot operand that is not in a buffer into a scratch buffer first."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
@@ -86,11 +89,13 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     for o in cond.ops + body.ops:
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
-    env = dict(lw.env)
+    env, steps = dict(lw.env), list(lw.steps)
+    inits = _fold_inits(lw, op, carry) if count is not None and FOLD_INITS else []
     try:
-        name, params, flag = _kernel(lw, op, carry, count, hoisted)
+        name, params, flag = _kernel(lw, op, carry, count, (hoisted, inits))
     except CompileError:  # an op the fused code cannot express here: a host loop instead
         lw.env = env
+        lw.steps[:] = steps
         return False
     launch = Launch(name, params, 1)
     lw.step(launch if count is not None else While((launch,), flag, ()))
@@ -102,8 +107,11 @@ Hoists = dict[Op, tuple[loop_projection.Hoisted, int]]
 
 
 def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
-            hoisted: Hoists) -> tuple[str, tuple[int, ...], int]:
-    """Build the loop kernel: its name, parameter buffers and flag buffer."""
+            before: tuple[Hoists, list[tuple[Value, int]]]
+            ) -> tuple[str, tuple[int, ...], int]:
+    """Build the loop kernel: its name, parameter buffers and flag buffer (``before``:
+    the hoisted products, the carried buffers to initialize first)."""
+    hoisted, inits = before
     cond, body = op.regions[0].block, op.regions[1].block
     flag = lw.new_buffer("i1", ())
     with lw.kernel("while") as (k, f):
@@ -119,6 +127,10 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
                 else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
         k.attributes = f"work_group_size({WORK_ITEMS},1)"
         if count is not None:  # no condition, no branches: the body, count times
+            for v, c in inits:
+                buf = lw.env.pop(v)
+                _store_all(lw, f, v, c)
+                lw.env[v] = buf
             with k.loop(0, count, [], []):
                 _body(lw, f, op, carry, (outs, direct), hoisted)
             return k.name, tuple(k.params), flag
@@ -130,6 +142,25 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
                                     lambda: k.const(False, "i1"))]
         _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
     return k.name, tuple(k.params), flag
+
+
+def _fold_inits(lw: FuncLowering, op: Op, carry: list[int]) -> list[tuple[Value, int]]:
+    """The carried buffers whose initial value a kernel of their own computes from
+    constants alone (a launch whose only parameter is the buffer, no later step touching
+    it: a scan's counter, its zeroed outputs): that launch is taken out of the steps and
+    the loop kernel computes them first instead (a launch costs ~20 us of host time on
+    PoCL, more than one work-item filling a small buffer)."""
+    out = []
+    for v, c in zip(op.operands, carry, strict=True):
+        at = [j for j, s in enumerate(lw.steps) if isinstance(s, Launch) and s.args == (c,)]
+        if len(at) != 1 or lw.buffer_of(v) != c or types.size(v) > MAX_ELEMENTS * 16:
+            continue
+        later = lw.steps[at[0] + 1:]
+        if all(isinstance(s, Launch) and c not in s.args
+               or isinstance(s, Copy) and c not in (s.src, s.dst) for s in later):
+            del lw.steps[at[0]]
+            out.append((v, c))
+    return out
 
 
 def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],

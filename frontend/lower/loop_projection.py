@@ -27,6 +27,11 @@ from frontend.lower.fused import Fused
 from frontend.lower.registry import KERNEL
 
 _SIDES = ("lhs", "rhs")
+MIN_WORK = 1 << 23
+"""Hoist a product only when it is at least this many multiply-adds over all time steps:
+the hoisted product is one launch more (~25 us of latency on PoCL), and the loop kernel's
+``gemm`` runs ~100 multiply-adds per ns on one core (Zen 5, f32), so the second core
+pays for that launch from ~5M multiply-adds on."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ class Hoisted:
 
 def find(loop: Op, count: int | None) -> list[Hoisted]:
     """The products of ``loop``'s body that can be hoisted (see the module docstring), when
-    its trip count ``count`` is known and covers at least half of the time steps."""
+    its trip count ``count`` is known and covers at least half of the time steps, and
+    the products over all of them are at least :data:`MIN_WORK` multiply-adds."""
     if count is None:
         return []
     body = loop.regions[1].block
@@ -80,7 +86,8 @@ def _hoistable(loop: Op, dot: Op, side: int, inside: set[Value],
     xshape = types.shape(xs)
     sizes = [int(n) for n in s.attr("slice_sizes")]  # type: ignore[union-attr]
     short = [d for d, (n, m) in enumerate(zip(sizes, xshape, strict=True)) if n != m]
-    if len(short) != 1 or sizes[short[0]] != 1 or 2 * count < xshape[short[0]]:
+    if len(short) != 1 or sizes[short[0]] != 1 or 2 * count < xshape[short[0]] \
+            or _macs(dot) * count < MIN_WORK:
         return None
     d = short[0]
     vshape = list(types.shape(dot.operands[side]))
@@ -103,6 +110,12 @@ def _hoistable(loop: Op, dot: Op, side: int, inside: set[Value],
     op = _dot_op(dot, operands, numbers, shape)
     start = s.operand_group("start_indices")[d]
     return Hoisted(dot, op, at, dropped, start)
+
+
+def _macs(dot: Op) -> int:
+    """Multiply-adds of one run of ``dot``."""
+    lhs = types.shape(dot.operands[0])
+    return types.size(dot.result) * prod(lhs[d] for d in _dims(dot, "lhs_contracting_dimensions"))
 
 
 def _slice_of(v: Value) -> tuple[Op, bool] | None:

@@ -9,7 +9,7 @@ import pytest
 
 import frontend
 from backend_opencl import driver
-from frontend.lower import device_loop
+from frontend.lower import device_loop, loop_projection
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Launch
 from tests.lowering.conftest import module, rand, run
@@ -86,6 +86,14 @@ def hoisted(text: str) -> bool:
     return any(name.endswith("_dot") for name in names)
 
 
+@pytest.fixture(autouse=True)
+def small_products_hoisted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hoist the tests' small products too (and compile afresh)."""
+    monkeypatch.setattr(loop_projection, "MIN_WORK", 0)
+    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")
+
+
 @pytest.mark.parametrize("slice_, product, start, order", [
     (SLICE, X_W, COUNTER, list(range(T))),
     (SLICE, W_X, COUNTER, list(range(T))),
@@ -125,3 +133,15 @@ def test_matrix_products_in_a_loop(monkeypatch: pytest.MonkeyPatch,
     want_h, want_hs = expected(xs, w, u, h0, list(range(T)))
     np.testing.assert_allclose(got_h, want_h, atol=1e-5)
     np.testing.assert_allclose(got_hs, want_hs, atol=1e-5)
+
+
+def test_small_products_stay_in_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop_projection, "MIN_WORK", T * B * N * H + 1)  # one launch more
+    assert not hoisted(rnn(SLICE, X_W, COUNTER))
+
+
+def test_initial_values_computed_in_the_loop_kernel() -> None:
+    """The counter and the zeroed stack come from constants: no launch of their own."""
+    steps = lower_function(frontend.parse(rnn(SLICE, X_W, COUNTER))).plan.steps
+    assert [s.kernel.split("_", 1)[1] for s in steps if isinstance(s, Launch)] \
+        == ["dot", "while"]
