@@ -6,6 +6,9 @@ Public API::
     mod.kernel_name(*args, num_groups=N)                     # numpy / pyopencl arrays
     exe = backend_opencl.compile_stablehlo(mlir_text, device=None)
     outs = exe(*numpy_arrays)                                # tuple of numpy arrays
+
+``device`` may also be a ``dpctl.SyclQueue`` (OpenCL backend): kernels are built through
+dpctl and take USM memory too (``backend_opencl.sycl_module``, docs/devices.md).
 """
 
 from __future__ import annotations
@@ -15,13 +18,20 @@ from typing import Any
 
 def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A001
             check_bounds: bool = False) -> Any:
-    """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``.
+    """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``
+    (a device spec, a ``runtime.Device`` or a ``dpctl.SyclQueue``).
 
     ``autotune``: first time register-block candidates of each kernel on the device and
     cache the fastest (as ``tlc tune`` does; later compiles reuse the cache).
     ``check_bounds``: guard every access isl cannot prove in bounds; a launch that
     violates one raises ``tensorlang.BoundsError`` naming the access.
     """
+    from backend_opencl.runtime.sycl import is_queue
+
+    if is_queue(device):  # a dpctl.SyclQueue: built through dpctl, run on the queue
+        from backend_opencl.sycl_module import compile_for_queue
+
+        return compile_for_queue(program, device, autotune, check_bounds)
     from backend_opencl.driver import compile_program
 
     if autotune:
@@ -35,6 +45,12 @@ def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
                       check_bounds: bool = False) -> Any:
     """Compile a StableHLO program; the result is callable with numpy arrays
     (``check_bounds`` as for :func:`compile`)."""
+    from backend_opencl.runtime.sycl import is_queue
+
+    if is_queue(device):
+        from backend_opencl.sycl_exec import compile_stablehlo_for_queue
+
+        return compile_stablehlo_for_queue(text, device, filename, check_bounds)
     from backend_opencl.driver import compile_stablehlo_program
 
     return compile_stablehlo_program(text, device=device, filename=filename,

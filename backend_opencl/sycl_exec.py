@@ -1,0 +1,303 @@
+"""Executing a StableHLO program's host plan on a SYCL queue.
+
+``backend_opencl.compile_stablehlo(text, device=queue)`` lowers the program as for an
+OpenCL device and returns a :class:`SyclExecutable`: its buffers are USM device memory
+of the queue (pooled across calls), its kernels a :class:`~backend_opencl.sycl_module.
+SyclModule`.  Arguments are numpy arrays (copied in) or C-contiguous USM arrays of the
+queue's context (used in place when the plan never writes them); they are checked as
+:class:`~backend_opencl.plan_exec.Executable` checks them.  Results come back as numpy
+arrays after one wait.  On an in-order queue launches and copies are submitted without
+waiting; on an out-of-order queue each waits for its predecessor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from backend_opencl.module import NUMPY_DTYPES
+from backend_opencl.plan_loops import counted
+from backend_opencl.runtime import sycl
+from backend_opencl.sycl_module import SyclModule, compile_for_queue
+from tensorlang.diagnostics import LaunchError
+from tensorlang.ir.types import MemRefType
+from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step, While
+
+StepFn = Callable[["_Run"], None]
+_EXECUTABLES: dict[tuple[Any, ...], SyclExecutable] = {}
+
+
+def compile_stablehlo_for_queue(text: str, queue: Any, filename: str = "<string>",
+                                check_bounds: bool = False,
+                                entry: str = "main") -> SyclExecutable:
+    """Parse, verify and lower StableHLO text; build its kernels for SYCL ``queue``
+    (cached per text and queue in this process)."""
+    import frontend
+    from backend_opencl import driver
+    from frontend.ir.types import TensorType
+    from frontend.lower import lower_function
+
+    key = (text, filename, entry, queue, check_bounds)
+    exe = _EXECUTABLES.get(key)
+    if exe is not None:
+        return exe
+    device = sycl.sycl_device(queue)
+    module = frontend.parse(text, filename=filename)
+    lowered = lower_function(driver._part_with(module.parts or [module], entry), entry)
+    program = driver._kernels_program(lowered)
+    kernels = compile_for_queue(program, queue, check_bounds=check_bounds,
+                                launch_checks=False) if program.functions else None
+    func = lowered.func
+    arg_dtypes = [t.element.dtype for t in func.arg_types]
+    result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
+                     for t in func.result_types]
+    result_dtypes += [driver._check_dtype(lowered, i) for i in range(len(lowered.checks))]
+    exe = SyclExecutable(lowered.plan, kernels, device, entry, arg_dtypes, result_dtypes)
+    _EXECUTABLES[key] = exe
+    return exe
+
+
+class SyclExecutable:
+    """A compiled StableHLO function on a SYCL queue: call it with numpy or USM arrays."""
+
+    def __init__(self, plan: Plan, module: SyclModule | None, device: sycl.SyclDevice,
+                 name: str, arg_dtypes: list[np.dtype], result_dtypes: list[Any]) -> None:
+        self.plan = plan
+        self.module = module
+        self.device = device
+        self.name = name
+        self.arg_dtypes = arg_dtypes
+        self.result_dtypes = result_dtypes
+        self.storage = [np.dtype(NUMPY_DTYPES[b.dtype]) for b in plan.buffers]
+        self.nbytes = [max(b.size, 1) * dtype.itemsize
+                       for b, dtype in zip(plan.buffers, self.storage, strict=True)]
+        """The bytes of each buffer (at least one element's)."""
+        self._constants: dict[int, Any] = {}
+        self._pool: dict[int, list[Any]] = {}  # free USM memory by size in bytes
+        self._lock = threading.Lock()
+        self._written = _written(plan.steps, module)
+        self._steps = tuple(self._step(s) for s in plan.steps)
+
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        """Check the arguments, run the plan, return the results as numpy arrays."""
+        args = self.check(arrays)
+        with self._lock:
+            pool, self._pool = self._pool, {}
+        run = _Run(self, pool)
+        try:
+            for bid, arg in zip(self.plan.params, args, strict=True):
+                self._bind(run, bid, arg)
+            run.steps(self._steps)
+            return self._collect(run)
+        except BaseException:
+            sycl.wait(self.device)  # nothing in flight uses memory given back
+            raise
+        finally:
+            run.free(tuple(run.live))
+            with self._lock:
+                for size, mems in run.pool.items():
+                    self._pool.setdefault(size, []).extend(mems)
+
+    def check(self, arrays: tuple[Any, ...]) -> list[Any]:
+        """The arguments as numpy arrays or :class:`sycl.UsmArray` views, or LaunchError
+        naming the first mistake."""
+        params = self.plan.params
+        if len(arrays) != len(params):
+            raise LaunchError(f"@{self.name}: expected {len(params)} arguments, "
+                              f"got {len(arrays)}")
+        out = []
+        for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
+            arr = self._usm_argument(i, a) if sycl.is_usm(a) else np.asarray(a)
+            if isinstance(arr, np.ndarray) and arr.dtype != dtype \
+                    and arr.dtype.newbyteorder("=") == dtype:
+                arr = arr.astype(dtype)  # another byte order: converted (inputs are only read)
+            if arr.dtype != dtype:
+                raise LaunchError(f"@{self.name}: argument {i} must have dtype {dtype.name}, "
+                                  f"got {arr.dtype.name}")
+            if tuple(arr.shape) != self.plan.buffer(bid).shape:
+                raise LaunchError(f"@{self.name}: argument {i} must have shape "
+                                  f"{self.plan.buffer(bid).shape}, got {tuple(arr.shape)}")
+            out.append(arr)
+        return out
+
+    def _usm_argument(self, i: int, value: Any) -> sycl.UsmArray:
+        arr = sycl.usm_array(value)
+        if arr.raw:
+            raise LaunchError(f"@{self.name}: argument {i} is plain USM memory, which has no "
+                              "shape or dtype; pass a USM array (dpctl.tensor) or numpy array")
+        if not sycl.same_context(self.device, arr.memory):
+            raise LaunchError(f"@{self.name}: argument {i} is USM memory of another SYCL "
+                              "context than the queue's")
+        step = arr.dtype.itemsize
+        for n, stride in zip(reversed(arr.shape), reversed(arr.strides), strict=True):
+            if n > 1 and stride != step:
+                raise LaunchError(f"@{self.name}: argument {i} must be a C-contiguous USM "
+                                  "array")
+            step *= n
+        return arr
+
+    def _bind(self, run: _Run, bid: int, arg: Any) -> None:
+        """Make checked ``arg`` the contents of parameter buffer ``bid``."""
+        if isinstance(arg, sycl.UsmArray):
+            if bid not in self._written and arg.size:
+                run.borrow(bid, arg.memory)
+            else:
+                sycl.copy(self.device, run.get(bid), arg.memory, arg.size * arg.dtype.itemsize)
+            return
+        sycl.write(run.get(bid), arg.astype(self.storage[bid], copy=False))
+
+    def _collect(self, run: _Run) -> tuple[np.ndarray, ...]:
+        """The results as numpy arrays (after one wait for the queue)."""
+        sycl.wait(self.device)
+        out = []
+        for bid, dtype in zip(self.plan.results, self.result_dtypes, strict=True):
+            b = self.plan.buffer(bid)
+            host = np.empty(b.size, self.storage[bid])
+            sycl.read(run.get(bid), host)
+            out.append(host.reshape(b.shape).astype(dtype, copy=False))
+        return tuple(out)
+
+    def constant(self, bid: int) -> Any:
+        """The USM memory of constant buffer ``bid`` (uploaded once)."""
+        if bid not in self._constants:
+            b = self.plan.buffer(bid)
+            host = np.frombuffer(b.init or b"", dtype=self.storage[bid])
+            self._constants[bid] = sycl.to_device(self.device, host)
+        return self._constants[bid]
+
+    # -- step functions ------------------------------------------------------------------------
+
+    def _step(self, step: Step) -> StepFn:
+        """The step function of one plan step."""
+        if isinstance(step, Launch):
+            return self._launch(step)
+        if isinstance(step, Copy):
+            src, dst, device = step.src, step.dst, self.device
+            return lambda run: sycl.copy(device, run.get(dst), run.get(src),
+                                         self.nbytes[src])
+        if isinstance(step, Free):
+            return lambda run: run.free(step.buffers)
+        if isinstance(step, While):
+            cond = tuple(self._step(s) for s in step.cond)
+            body = tuple(self._step(s) for s in step.body)
+            loop = _while(cond, step.pred, body)
+            return loop if step.trips is None else counted(step.trips, body, loop)
+        if isinstance(step, If):
+            then = tuple(self._step(s) for s in step.then)
+            otherwise = tuple(self._step(s) for s in step.otherwise)
+            return lambda run: run.steps(then if run.scalar(step.pred) else otherwise)
+        assert isinstance(step, Case), step
+        branches = tuple(tuple(self._step(s) for s in b) for b in step.branches)
+        return _case(step.index, branches)
+
+    def _launch(self, step: Launch) -> StepFn:
+        """A launch: its buffers passed straight when the kernel takes each as one flat
+        pointer, else through the kernel's checked call (flat USM arrays)."""
+        assert self.module is not None
+        kernel = self.module.kernels[step.kernel]
+        args, groups, device = step.args, step.num_groups, self.device
+        if self._direct(kernel.info, args):
+            wgs, sycl_kernel = kernel.info.plan.work_group_size, kernel.kernel
+            return lambda run: sycl.launch(device, sycl_kernel, [run.get(b) for b in args],
+                                           groups, wgs)
+        return lambda run: kernel(*[run.flat(b) for b in args], num_groups=groups)
+
+    def _direct(self, info: Any, args: tuple[int, ...]) -> bool:
+        if info.guards or len(info.abi) != len(args):
+            return False
+        for arg, bid in zip(info.abi, args, strict=True):
+            t, b = arg.type, self.plan.buffer(bid)
+            if not isinstance(t, MemRefType) or len(arg.params) != 1 or t.order != 1 \
+                    or t.shape[0] != max(b.size, 1) \
+                    or np.dtype(NUMPY_DTYPES[t.element.name]) != self.storage[bid]:
+                return False
+        return True
+
+
+def _while(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) -> StepFn:
+    def run_while(run: _Run) -> None:
+        run.steps(cond)
+        while run.scalar(pred):
+            run.steps(body)
+            run.steps(cond)
+    return run_while
+
+
+def _case(index: int, branches: tuple[tuple[StepFn, ...], ...]) -> StepFn:
+    def run_case(run: _Run) -> None:
+        i = int(run.scalar(index))
+        run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
+    return run_case
+
+
+class _Run:
+    """One call: live USM memory by buffer id and the pool of free memory."""
+
+    def __init__(self, exe: SyclExecutable, pool: dict[int, list[Any]]) -> None:
+        self.exe = exe
+        self.live: dict[int, Any] = {}
+        self.pool = pool
+        self.borrowed: set[int] = set()
+
+    def borrow(self, bid: int, mem: Any) -> None:
+        """Make the caller's USM memory ``mem`` buffer ``bid`` (never pooled)."""
+        self.live[bid] = mem
+        self.borrowed.add(bid)
+
+    def get(self, bid: int) -> Any:
+        """The USM memory of buffer ``bid``, allocated (or reused) on first use."""
+        mem = self.live.get(bid)
+        if mem is None:
+            if self.exe.plan.buffers[bid].init is not None:
+                return self.exe.constant(bid)
+            free = self.pool.get(self.exe.nbytes[bid])
+            mem = free.pop() if free else sycl.alloc(self.exe.device, self.exe.nbytes[bid])
+            self.live[bid] = mem
+        return mem
+
+    def flat(self, bid: int) -> sycl.UsmArray:
+        """Buffer ``bid`` as a flat USM array (for a kernel's checked call)."""
+        dtype = self.exe.storage[bid]
+        n = max(self.exe.plan.buffer(bid).size, 1)
+        return sycl.UsmArray(self.get(bid), (n,), (dtype.itemsize,), dtype, False, False)
+
+    def steps(self, steps: tuple[StepFn, ...]) -> None:
+        """Run step functions in order."""
+        for step in steps:
+            step(self)
+
+    def scalar(self, bid: int) -> Any:
+        """The one element of buffer ``bid`` (waits for the queue)."""
+        sycl.wait(self.exe.device)
+        host = np.empty(1, self.exe.storage[bid])
+        sycl.read(self.get(bid), host)
+        return host[0]
+
+    def free(self, bids: tuple[int, ...]) -> None:
+        """Return buffers to the pool (borrowed and constant memory is dropped)."""
+        for bid in bids:
+            mem = self.live.pop(bid, None)
+            if mem is not None and bid not in self.borrowed:
+                self.pool.setdefault(self.exe.nbytes[bid], []).append(mem)
+
+
+def _written(steps: tuple[Step, ...], module: SyclModule | None) -> frozenset[int]:
+    """The buffers some step writes (a kernel's written arguments, a copy's target)."""
+    out: set[int] = set()
+    for step in steps:
+        if isinstance(step, Launch) and module is not None:
+            written = module.kernels[step.kernel].written
+            out |= {b for i, b in enumerate(step.args) if i in written}
+        elif isinstance(step, Copy):
+            out.add(step.dst)
+        elif isinstance(step, While):
+            out |= _written(step.cond, module) | _written(step.body, module)
+        elif isinstance(step, If):
+            out |= _written(step.then, module) | _written(step.otherwise, module)
+        elif isinstance(step, Case):
+            for branch in step.branches:
+                out |= _written(branch, module)
+    return frozenset(out)
