@@ -62,8 +62,8 @@ GEMM = True
 GEMM_MIN = 2
 """... when both its free dimensions are at least this long."""
 FOLD_INITS = True
-"""Compute carried buffers initialized from constants in the (counted) loop kernel
-instead of a launch of their own (:func:`_fold_inits`)."""
+"""Compute carried buffers initialized from constants in the loop kernel (its first
+launch) instead of a launch of their own (:func:`_fold_inits`)."""
 SCRATCH = True
 """Compute a dot operand that is not in a buffer into a scratch buffer first."""
 _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
@@ -90,15 +90,24 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
     env, steps = dict(lw.env), list(lw.steps)
-    inits = _fold_inits(lw, op, carry) if count is not None and FOLD_INITS else []
+    inits = _fold_inits(lw, op, carry) if FOLD_INITS else []
+    flag = lw.new_buffer("i1", ())
     try:
-        name, params, flag = _kernel(lw, op, carry, count, (hoisted, inits))
+        first = _kernel(lw, op, carry, (count, flag), (hoisted, inits))
+        if count is None and inits:  # the first launch initializes, the others do not
+            lw.env = dict(env)
+            again = _kernel(lw, op, carry, (count, flag), (hoisted, []))
     except CompileError:  # an op the fused code cannot express here: a host loop instead
         lw.env = env
         lw.steps[:] = steps
         return False
-    launch = Launch(name, params, 1)
-    lw.step(launch if count is not None else While((launch,), flag, ()))
+    if count is not None:
+        lw.step(first)
+    elif inits:
+        lw.step(first)
+        lw.step(While((), flag, (again,)))
+    else:
+        lw.step(While((first,), flag, ()))
     return True
 
 
@@ -106,14 +115,15 @@ Hoists = dict[Op, tuple[loop_projection.Hoisted, int]]
 """Body products computed before the loop: each one's hoisted form and its buffer."""
 
 
-def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
-            before: tuple[Hoists, list[tuple[Value, int]]]
-            ) -> tuple[str, tuple[int, ...], int]:
-    """Build the loop kernel: its name, parameter buffers and flag buffer (``before``:
-    the hoisted products, the carried buffers to initialize first)."""
+def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None, int],
+            before: tuple[Hoists, list[tuple[Value, int]]]) -> Launch:
+    """Build the loop kernel, run ``count`` times or, with no count, up to
+    :data:`CHUNK_TRIPS` times leaving in ``flag`` whether the loop goes on (``trips``);
+    its launch.  ``before``: the hoisted products, the carried buffers to initialize
+    first."""
     hoisted, inits = before
+    count, flag = trips
     cond, body = op.regions[0].block, op.regions[1].block
-    flag = lw.new_buffer("i1", ())
     with lw.kernel("while") as (k, f):
         for block in (cond, body):
             for a, c in zip(block.args, carry, strict=True):
@@ -126,14 +136,14 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
         outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
                 else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
         k.attributes = f"work_group_size({WORK_ITEMS},1)"
+        for v, c in inits:
+            buf = lw.env.pop(v)
+            _store_all(lw, f, v, c)
+            lw.env[v] = buf
         if count is not None:  # no condition, no branches: the body, count times
-            for v, c in inits:
-                buf = lw.env.pop(v)
-                _store_all(lw, f, v, c)
-                lw.env[v] = buf
             with k.loop(0, count, [], []):
                 _body(lw, f, op, carry, (outs, direct), hoisted)
-            return k.name, tuple(k.params), flag
+            return Launch(k.name, tuple(k.params), 1)
         go = k.const(True, "i1")
         with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
             loop.yields = [k.branch(loop.carried[0], "i1",
@@ -141,15 +151,16 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], count: int | None,
                                                        hoisted),
                                     lambda: k.const(False, "i1"))]
         _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
-    return k.name, tuple(k.params), flag
+    return Launch(k.name, tuple(k.params), 1)
 
 
 def _fold_inits(lw: FuncLowering, op: Op, carry: list[int]) -> list[tuple[Value, int]]:
     """The carried buffers whose initial value a kernel of their own computes from
     constants alone (a launch whose only parameter is the buffer, no later step touching
     it: a scan's counter, its zeroed outputs): that launch is taken out of the steps and
-    the loop kernel computes them first instead (a launch costs ~20 us of host time on
-    PoCL, more than one work-item filling a small buffer)."""
+    the loop kernel computes them first instead (a launch costs ~25 us on PoCL, more than
+    one work-item filling a small buffer).  A loop with no trip count then launches a
+    kernel doing that and its first chunk, then, while the flag says so, one without."""
     out = []
     for v, c in zip(op.operands, carry, strict=True):
         at = [j for j, s in enumerate(lw.steps) if isinstance(s, Launch) and s.args == (c,)]
