@@ -22,17 +22,17 @@ to pooled device buffers without waiting and results read back without blocking.
 device: used in place when the plan does not write them, else copied device-to-device.
 Several threads may call one executable at once.
 
-A straight-line plan (launches of flat-buffer kernels, copies, frees: most programs) runs
-as prepared frames (:mod:`backend_opencl.plan_frame`): buffers assigned and kernel
-arguments set once, a warm call only binds its parameters and enqueues.  Other plans are
-resolved once per executable into a tree of step functions: a launch whose
-arguments are all plain buffers (the lowering's flat memrefs; no bounds guards) binds its
-device arrays straight to a kernel object of its own and is enqueued without waiting (the
-queue is in order; reading results back waits for it).  Other launches go through the
-module's checked kernel call.  Freed buffers go to a pool keyed by dtype and size, from
-which later allocations are served; the pool outlives a call, so a warm call allocates
-nothing (except under ``POISON``, where every call starts from fresh, poisoned buffers).
-Constants are uploaded once per executable.
+A plan without host loops (launches of flat-buffer kernels, copies, frees and branches of
+such steps: most programs) runs as prepared frames (:mod:`backend_opencl.plan_frame`):
+buffers assigned and kernel arguments set once, a warm call only binds its parameters and
+enqueues. Other plans are resolved once per executable into a tree of step functions: a
+launch whose arguments are all plain buffers (the lowering's flat memrefs; no bounds
+guards) binds its device arrays straight to a kernel object of its own and is enqueued
+without waiting (the queue is in order; reading results back waits for it). Other
+launches go through the module's checked kernel call. Freed buffers go to a pool keyed by
+dtype and size, from which later allocations are served; the pool outlives a call, so a
+warm call allocates nothing (except under ``POISON``, where every call starts from fresh,
+poisoned buffers). Constants are uploaded once per executable.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ LEASED = True
 """Results bound in place come from a pool of result memory (off: fresh arrays)."""
 
 FRAMES_ENV = "TLC_FRAMES"
-"""Set to 0 to run straight-line plans step by step instead of as prepared frames."""
+"""Set to 0 to run plans step by step instead of as prepared frames."""
 
 Pool = dict[tuple[str, int], list[Any]]
 StepFn = Callable[["_Run"], None]
@@ -90,6 +90,9 @@ class Executable:
         self._written: frozenset[int] | None = None
         self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()
+        self._params = tuple((bid, np.dtype(dtype), plan.buffer(bid).shape)
+                             for bid, dtype in zip(plan.params, arg_dtypes, strict=True))
+        self._ctx, self._queue = device.context, device.queue
         self._spin = launch.Spin(bool(self._align))  # the final wait of a call
         self.pred_spin = launch.Spin(bool(self._align))
         """How a read of a branch's or loop's predicate waits."""
@@ -127,7 +130,7 @@ class Executable:
 
     def _resolve(self) -> None:
         """Resolve the plan once (even when the first calls are concurrent): its step
-        functions and, for a straight-line plan, its prepared frames."""
+        functions and, for a plan without host loops, its prepared frames."""
         with self._lock:
             if self._steps is None:
                 self._check_sizes()
@@ -137,11 +140,11 @@ class Executable:
                 self._steps = () if self._frames else resolver.steps(self.plan.steps)
 
     def _prepared_frames(self, resolver: _Resolver) -> plan_frame.Frames | None:
-        """The frames of a straight-line plan (None: the plan has host control flow or a
+        """The frames of a plan without host loops (None: the plan has a host loop or a
         launch that needs the checked kernel call; ``TLC_FRAMES=0`` turns them off)."""
         plan = self.plan
-        if os.environ.get(FRAMES_ENV) == "0" or not plan_frame.straight_line(
-                plan, resolver.direct_launch):
+        if os.environ.get(FRAMES_ENV) == "0" or not plan_frame.framed(
+                plan.steps, resolver.direct_launch):
             return None
         dynamic = frozenset(plan.params) | {bid for bid, direct in
                                             zip(plan.results, self._in_place_results,
@@ -173,20 +176,22 @@ class Executable:
     def _bind(self, run: Any, bid: int, arg: Any, profiling: bool) -> None:
         """Make ``arg`` (checked) the contents of parameter buffer ``bid``."""
         written = bid in (self._written or ())
-        if memory.is_device_array(arg):
+        if type(arg) is not np.ndarray and memory.is_device_array(arg):
             if not written and arg.offset == 0 and arg.size:
                 run.borrow(bid, arg if arg.ndim == 1 else arg.reshape(-1))
             else:
                 buffers.copy(self.device, run.get(bid), arg)
             return
-        host = arg.astype(self._storage[bid], copy=False)
+        storage = self._storage[bid]
+        host = arg if arg.dtype is storage else arg.astype(storage, copy=False)
         if self._align and not written and host.nbytes >= IN_PLACE_BYTES \
                 and host.flags.c_contiguous and host.flags.aligned:  # any address: see top
-            run.borrow(bid, buffers.HostArray(self.device, host.reshape(-1), writes=False))
+            run.borrow(bid, buffers.HostArray.over(self._ctx, self._queue, host.reshape(-1),
+                                                   writes=False))
             return
         target = run.get(bid)
         if isinstance(target, buffers.HostArray):  # host memory: a memcpy, no command
-            target.host[:host.size] = host.reshape(-1)
+            target.fill(host)
             if profiling:
                 profile.PROFILE.moved(to_device=host.nbytes)
             return
@@ -200,7 +205,8 @@ class Executable:
         if not self._align:
             return buffers.alloc(self.device, self._storage[bid], self.plan.buffer(bid).size,
                                  POISON)
-        return buffers.HostArray(self.device, self._host_array(bid), writes=True)
+        return buffers.HostArray.over(self._ctx, self._queue, self._host_array(bid),
+                                      writes=True)
 
     def _host_array(self, bid: int, leased: bool = False) -> np.ndarray:
         """A fresh flat host array for buffer ``bid``, aligned for in-place binding
@@ -215,7 +221,7 @@ class Executable:
     def _result_host(self, run: Any, bid: int) -> np.ndarray:
         """A fresh host array that is result buffer ``bid`` for this call (in place)."""
         host = self._host_array(bid, leased=True)
-        run.borrow(bid, buffers.HostArray(self.device, host, writes=True))
+        run.borrow(bid, buffers.HostArray.over(self._ctx, self._queue, host, writes=True))
         return host
 
     def _collect(self, run: Any, hosts: list[np.ndarray | None],
@@ -264,13 +270,15 @@ class Executable:
     def check(self, arrays: tuple[Any, ...]) -> list[Any]:
         """The arguments as numpy arrays (pyopencl arrays as they are), or LaunchError
         naming the first mistake."""
-        params = self.plan.params
+        params = self._params
         if len(arrays) != len(params):
             raise LaunchError(f"@{self.name}: expected {len(params)} arguments, "
                               f"got {len(arrays)}")
         hosts = []
-        for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
-            shape = self.plan.buffer(bid).shape
+        for i, (a, (_, dtype, shape)) in enumerate(zip(arrays, params, strict=True)):
+            if type(a) is np.ndarray and a.dtype == dtype and a.shape == shape:
+                hosts.append(a)  # the common case, checked
+                continue
             if memory.is_device_array(a):
                 self._check_device_array(i, a)
             arr = a if isinstance(a, np.ndarray) or memory.is_device_array(a) \

@@ -1,14 +1,17 @@
-"""Prepared calls of a straight-line plan: buffers assigned once, kernel arguments set once.
+"""Prepared calls of a plan without host loops: buffers assigned once, kernel arguments set
+once.
 
-A plan whose steps are only launches of flat-buffer kernels, copies and frees (every
-benchmark program but the host loops and branches) is resolved once into a
-:class:`Layout`: each buffer gets a *slot* (buffers whose lifetimes do not overlap share
-one when their dtype and size agree, as the executor's pool would have them share
-memory), and each step becomes an enqueue whose kernel arguments are known.  A
-:class:`Frame` is one set of slot arrays with kernel objects of its own whose arguments
-were set when the frame was made: a warm call takes a frame, binds its parameters,
-enqueues the prepared launches (``clEnqueueNDRangeKernel`` with prebuilt tuples, nothing
-allocated per launch) and gives the frame back after one wait.
+A plan whose steps are only launches of flat-buffer kernels, copies, frees and branches
+(``If``, ``Case``) of such steps (every benchmark program but the host loop of
+``while_collatz``) is resolved once into a :class:`Layout`: each buffer gets a *slot*
+(buffers whose lifetimes do not overlap share one when their dtype and size agree, as the
+executor's pool would have them share memory), and each step becomes an enqueue whose
+kernel arguments are known. A :class:`Frame` is one set of slot arrays with kernel
+objects of its own whose arguments were set when the frame was made: a warm call takes a
+frame, binds its parameters, enqueues the prepared launches (``clEnqueueNDRangeKernel``
+with prebuilt tuples, nothing allocated per launch) and gives the frame back after one
+wait. A branch reads its predicate back when the queue reaches it (waiting as
+:class:`launch.Spin` does) and enqueues the prepared steps of the branch taken.
 
 Only parameters and results bound in place (:mod:`backend_opencl.plan_exec`: the caller's
 memory, or a fresh result array) change between calls: the arguments of the kernels
@@ -26,14 +29,14 @@ from typing import Any
 
 import pyopencl as cl
 
-from backend_opencl.runtime import buffers, profile
-from tensorlang.plan import Copy, Free, Launch, Plan, Step
+from backend_opencl.runtime import buffers, launch, profile
+from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
 Op = Callable[[], Any]
 
 
 class Layout:
-    """The slots of a straight-line plan's buffers and its steps in slot terms."""
+    """The slots of a framed plan's buffers (see :func:`framed`)."""
 
     def __init__(self, plan: Plan, dynamic: frozenset[int], constants: frozenset[int]) -> None:
         """``dynamic``: buffers bound per call (parameters, results bound in place);
@@ -52,7 +55,9 @@ class Layout:
     def _assign(self, params: set[int], steps: tuple[Step, ...], results: tuple[int, ...]
                 ) -> None:
         """Give every buffer a slot, replaying the plan's lifetimes (``Free`` returns a
-        slot for reuse by a later buffer of the same dtype and size)."""
+        slot for reuse by a later buffer of the same dtype and size).  The branches of a
+        step are replayed one after the other (their buffers never share a slot), and a
+        ``Free`` inside a branch frees nothing (the branch may not run)."""
         live: set[int] = set()
         free: dict[tuple[str, int], list[int]] = {}
 
@@ -73,31 +78,43 @@ class Layout:
                 self.slot_bid.append(bid)
             live.add(bid)
 
+        def replay(steps: tuple[Step, ...], nested: bool) -> None:
+            for step in steps:
+                if isinstance(step, Launch):
+                    for bid in step.args:
+                        take(bid)
+                elif isinstance(step, Copy):
+                    take(step.src)
+                    take(step.dst)
+                elif isinstance(step, (If, Case)):
+                    take(step.pred if isinstance(step, If) else step.index)
+                    for branch in _branches(step):
+                        replay(branch, True)
+                elif not nested:
+                    assert isinstance(step, Free), step
+                    for bid in step.buffers:
+                        if bid in live:
+                            live.discard(bid)
+                            b = self.plan.buffers[bid]
+                            free.setdefault((b.dtype, b.size), []).append(self.slot_of[bid])
+
         for bid in self.plan.params:
             take(bid)
-        for step in steps:
-            if isinstance(step, Launch):
-                for bid in step.args:
-                    take(bid)
-            elif isinstance(step, Copy):
-                take(step.src)
-                take(step.dst)
-            else:
-                assert isinstance(step, Free), step
-                for bid in step.buffers:
-                    if bid in live:
-                        live.discard(bid)
-                        b = self.plan.buffers[bid]
-                        free.setdefault((b.dtype, b.size), []).append(self.slot_of[bid])
+        replay(steps, False)
         for bid in results:
             take(bid)
 
 
-def straight_line(plan: Plan, direct: Callable[[Launch], bool]) -> bool:
-    """True when ``plan`` runs as prepared frames: launches (each ``direct``: flat buffer
-    arguments only), copies and frees, no host control flow."""
+def _branches(step: If | Case) -> tuple[tuple[Step, ...], ...]:
+    return (step.then, step.otherwise) if isinstance(step, If) else step.branches
+
+
+def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
+    """True when ``steps`` run as prepared frames: launches (each ``direct``: flat buffer
+    arguments only), copies, frees and branches of such steps; no host loops."""
     return all(isinstance(s, (Copy, Free)) or isinstance(s, Launch) and direct(s)
-               for s in plan.steps)
+               or isinstance(s, (If, Case)) and all(framed(b, direct) for b in _branches(s))
+               for s in steps)
 
 
 class Frame:
@@ -119,17 +136,43 @@ class Frame:
         self.keep: list[Any] = []  # host arrays of uploads not yet waited for
         self.last: Any = None
         """The event of this call's last command (None: none in flight)."""
+        self.profiling = False
         self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
-        self.ops: list[Op] = []
-        self.labels: list[str] = []
-        for step in exe.plan.steps:
-            if isinstance(step, Launch):
-                self._launch(step)
-            elif isinstance(step, Copy):
-                self.ops.append(functools.partial(self._copy, step.dst, step.src))
-                self.labels.append("")
+        self.bound: dict[int, Any] = dict.fromkeys(layout.dynamic)
+        """The buffer each dynamic buffer's kernel arguments were last set to (a slot's;
+        None after a borrowed one)."""
+        self.ops, self.labels = self._prepare(exe.plan.steps)
 
-    def _launch(self, step: Launch) -> None:
+    def _prepare(self, steps: tuple[Step, ...]) -> tuple[list[Op], list[str]]:
+        """The enqueues of ``steps`` and their profile labels ("": not a launch)."""
+        ops: list[Op] = []
+        labels: list[str] = []
+        for step in steps:
+            if isinstance(step, Launch):
+                ops.append(self._launch(step))
+                labels.append(step.kernel)
+            elif isinstance(step, Copy):
+                ops.append(functools.partial(self._copy, step.dst, step.src))
+                labels.append("")
+            elif isinstance(step, (If, Case)):
+                ops.append(self._branch(step))
+                labels.append("")
+        return ops, labels
+
+    def _branch(self, step: If | Case) -> Op:
+        """The op of a branch: read the predicate, enqueue the steps of the branch taken."""
+        branches = [self._prepare(b) for b in _branches(step)]
+        if isinstance(step, If):
+            pred, then, otherwise = step.pred, branches[0], branches[1]
+            return lambda: self._steps(*(then if self.scalar(pred) else otherwise))
+        index, last = step.index, len(branches) - 1
+
+        def run_case() -> None:
+            i = int(self.scalar(index))
+            self._steps(*branches[i if 0 <= i <= last else last])
+        return run_case
+
+    def _launch(self, step: Launch) -> Op:
         """A kernel object of this frame for ``step``, its static arguments set."""
         info = self.exe.module.kernels[step.kernel].info
         kernel = cl.Kernel(self.exe.module.program, info.c_name)
@@ -139,9 +182,8 @@ class Frame:
             else:
                 kernel.set_arg(index, self.get(bid).base_data)
         wgx, wgy = info.plan.work_group_size
-        self.ops.append(functools.partial(cl.enqueue_nd_range_kernel, self.queue, kernel,
-                                          (step.num_groups * wgx, wgy), (wgx, wgy)))
-        self.labels.append(step.kernel)
+        return functools.partial(cl.enqueue_nd_range_kernel, self.queue, kernel,
+                                 (step.num_groups * wgx, wgy), (wgx, wgy))
 
     def _copy(self, dst: int, src: int) -> Any:
         return buffers.copy(self.exe.device, self.get(dst), self.get(src))
@@ -158,37 +200,56 @@ class Frame:
             self.cur[bid] = arr
         return arr
 
+    def scalar(self, bid: int) -> Any:
+        """The element of one-element buffer ``bid`` once the commands before are done."""
+        arr = self.get(bid)
+        if isinstance(arr, buffers.HostArray):
+            launch.finish(self.queue, self.last, self.exe.pred_spin)
+            return arr.host[0]
+        return buffers.download(arr, 1)[0]
+
     def borrow(self, bid: int, arr: Any) -> None:
         """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
         self.cur[bid] = arr
 
     def run(self, profiling: bool) -> None:
-        """Set the per-call kernel arguments and enqueue every step (no waiting)."""
+        """Set the per-call kernel arguments (those that changed) and enqueue every step
+        (no waiting)."""
+        bound = self.bound
         for bid, uses in self.uses.items():
             if uses:
                 buf = self.get(bid).base_data
-                for kernel, index in uses:
-                    kernel.set_arg(index, buf)
-        last = None
-        if profiling:
-            for op, label in zip(self.ops, self.labels, strict=True):
-                event = op()
-                if label:
-                    profile.PROFILE.launch(label, event)
-                last = event if event is not None else last
-        else:
-            for op in self.ops:
+                if buf is not bound[bid]:
+                    for kernel, index in uses:
+                        kernel.set_arg(index, buf)
+                    bound[bid] = buf
+        self.profiling = profiling
+        self._steps(self.ops, self.labels)
+
+    def _steps(self, ops: list[Op], labels: list[str]) -> None:
+        """Run prepared ops, noting the last command's event."""
+        if self.profiling:
+            for op, label in zip(ops, labels, strict=True):
                 event = op()
                 if event is not None:
-                    last = event
-        self.last = last
+                    self.last = event
+                    if label:
+                        profile.PROFILE.launch(label, event)
+            return
+        for op in ops:
+            event = op()
+            if event is not None:
+                self.last = event
 
     def reset(self) -> None:
         """Forget this call's borrowed arrays (nothing of the caller's stays alive)."""
-        slots, slot_of, cur = self.slots, self.layout.slot_of, self.cur
+        slots, slot_of, cur, bound = self.slots, self.layout.slot_of, self.cur, self.bound
         for bid in self.layout.dynamic:
             slot = slot_of.get(bid)
-            cur[bid] = slots[slot] if slot is not None else None
+            arr = slots[slot] if slot is not None else None
+            if cur[bid] is not arr:  # borrowed: its buffer is not kept
+                bound[bid] = None
+            cur[bid] = arr
         self.keep.clear()
         self.last = None
 

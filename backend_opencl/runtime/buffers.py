@@ -14,21 +14,40 @@ import pyopencl.array as cl_array
 
 from backend_opencl.runtime.profile import PROFILE, enabled
 
+_WRITES = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+_READS = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+
 
 class HostArray:
     """A flat array in host memory bound to the device in place (``CL_MEM_USE_HOST_PTR``
     on a CPU device): it stands where the executor keeps pyopencl arrays (``base_data``,
     ``offset``, ``nbytes``, ``dtype``) and ``host`` is the memory itself."""
 
-    __slots__ = ("base_data", "host", "queue")
+    __slots__ = ("base_data", "host", "queue", "_view")
     offset = 0
 
     def __init__(self, device: Any, host: np.ndarray, writes: bool) -> None:
+        self._set(device.context, device.queue, host, writes)
+
+    @classmethod
+    def over(cls, ctx: Any, queue: Any, host: np.ndarray, writes: bool) -> HostArray:
+        """A host array over flat ``host`` in context ``ctx`` (``queue``: its queue)."""
+        arr = cls.__new__(cls)
+        arr._set(ctx, queue, host, writes)
+        return arr
+
+    def _set(self, ctx: Any, queue: Any, host: np.ndarray, writes: bool) -> None:
         self.host = host
-        self.queue = device.queue
-        access = cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY
-        self.base_data = cl.Buffer(device.context, access | cl.mem_flags.USE_HOST_PTR,
-                                   hostbuf=host)
+        self.queue = queue
+        self.base_data = cl.Buffer(ctx, _WRITES if writes else _READS, hostbuf=host)
+        self._view: np.ndarray | None = None
+
+    def fill(self, values: np.ndarray) -> None:
+        """Copy ``values`` (of this array's dtype, row-major) into the first elements."""
+        view = self._view
+        if view is None or view.shape != values.shape:
+            view = self._view = self.host[:values.size].reshape(values.shape)
+        view[...] = values
 
     @property
     def dtype(self) -> np.dtype:

@@ -84,8 +84,8 @@ def record_in_place_bindings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     made: list[int] = []
 
     class Counting(buffers.HostArray):
-        def __init__(self, device, host, writes) -> None:
-            super().__init__(device, host, writes)
+        def _set(self, ctx, queue, host, writes) -> None:
+            super()._set(ctx, queue, host, writes)
             made.append(host.ctypes.data)
 
     monkeypatch.setattr(buffers, "HostArray", Counting)
