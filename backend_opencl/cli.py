@@ -91,6 +91,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from backend_opencl.runtime import describe_devices
 
     sys.stdout.write(describe_devices(args.device) + "\n")
+    if args.sycl:  # SYCL devices through dpctl (docs/devices.md, "SYCL through dpctl")
+        from backend_opencl.runtime.sycl import describe
+
+        sys.stdout.write(describe() + "\n")
     return 0
 
 
@@ -290,7 +294,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--groups", type=int, default=2000, help="work-groups per timed launch")
     p.add_argument("--top", type=int, default=5, help="candidates of the cost model to time")
-    add("devices", cmd_devices, "list OpenCL devices")
+    p = add("devices", cmd_devices, "list OpenCL devices")
+    p.add_argument("--sycl", action="store_true",
+                   help="also list SYCL devices through dpctl (pip install 'tlc[sycl]')")
     p = add("interpret", cmd_interpret, "run the functions of a StableHLO test file and "
             "their check ops (as stablehlo-translate --interpret -split-input-file)")
     p.add_argument("file")

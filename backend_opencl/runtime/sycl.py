@@ -93,6 +93,22 @@ def queue(spec: str = "opencl:cpu") -> Any:
                           "(`python -m dpctl -f` lists the devices)") from None
 
 
+def describe() -> str:
+    """What ``tlc devices --sycl`` adds: dpctl's devices, by filter string, and whether a
+    queue on each can run tlc's kernels."""
+    try:
+        dpctl = prepare()
+    except DeviceError as err:
+        return f"SYCL devices: none ({err})"
+    lines = ["SYCL devices (dpctl; compile(..., device=dpctl.SyclQueue(filter))):"]
+    for d in dpctl.get_devices():
+        usable = "OpenCL, USM" if d.backend == dpctl.backend_type.opencl \
+            and d.has_aspect_usm_device_allocations else "not usable: needs OpenCL with USM"
+        lines.append(f"  {d.filter_string:<14} {d.sycl_platform.name.strip()}: "
+                     f"{d.name.strip()} [{usable}]")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class SyclDevice:
     """A SYCL queue and the OpenCL device facts code generation uses for it."""

@@ -312,6 +312,14 @@ def test_example_runs() -> None:
     assert "axpby on" in done.stdout and "ok" in done.stdout
 
 
+def test_tlc_devices_lists_sycl_devices() -> None:
+    done = subprocess.run([sys.executable, "-m", "backend_opencl.cli", "devices", "--sycl"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("SYCL devices", 1)[1]
+    assert "opencl:cpu" in listed and "[OpenCL, USM]" in listed, done.stdout
+
+
 def test_without_dpctl_the_opencl_route_is_unchanged() -> None:
     code = f"""
 import sys
@@ -326,6 +334,7 @@ except DeviceError as err:
     assert "pip install 'tlc[sycl]'" in str(err), err
 else:
     raise AssertionError("no error without dpctl")
+assert sycl.describe().startswith("SYCL devices: none"), sycl.describe()
 mod = backend_opencl.compile('''{AXPBY}''')
 x = np.ones({N}, np.float32); z = np.zeros({N}, np.float32)
 mod.axpby(2.0, x, 1.0, x, z)
