@@ -261,8 +261,34 @@ def dot_general(lw: FuncLowering, op: Op) -> None:
         gemm_kernel(lw, (a, b, view), acc, (nb, m, kk, n), None, (ta, tb))
         lw.bind(user.result, view.buffer)
         return
+    swapped = _swapped_transpose(lw, op, (len(lb), len(lf), len(rf)))
+    if swapped is not None:  # (lhs @ rhs)^T computed as rhs^T @ lhs^T
+        a, ta = operand(lw, rhs, (rb, rf, rc), acc)
+        b, tb = operand(lw, lhs, (lb, lc, lf), acc)
+        c, tail = gemm_output(lw, swapped.result, acc)
+        gemm_kernel(lw, (a, b, c), acc, (nb, n, kk, m), tail, (ta, tb))
+        return
     c, tail = gemm_output(lw, op.result, acc)
     gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail, (ta, tb))
+
+
+def _swapped_transpose(lw: FuncLowering, op: Op, ranks: tuple[int, int, int]) -> Op | None:
+    """The ``transpose`` that is the only use of the result and swaps its lhs and rhs
+    dimensions (keeping the batch first: the weight gradient ``(x^T @ dy)^T`` of a
+    dense layer), when it cannot be written as a strided view: the gemm then computes
+    the transposed product with swapped operands (contiguous rows of C, and the
+    transpose's consumers read it in order instead of across rows)."""
+    r = op.result
+    nb, nf, nr = ranks
+    if FOLD_TRANSPOSES is False or not nf or not nr or lw.uses.get(r) != 1 \
+            or lw.epilogue(r) is not None:
+        return None
+    users = [o for o in lw.ops() if r in o.operands]
+    if len(users) != 1 or users[0].name != "stablehlo.transpose":
+        return None
+    perm = [int(d) for d in users[0].attr("permutation")]  # type: ignore[union-attr]
+    swap = [*range(nb), *range(nb + nf, nb + nf + nr), *range(nb, nb + nf)]
+    return users[0] if perm == swap else None
 
 
 def _transposed_output(lw: FuncLowering, op: Op, acc: str, ranks: tuple[int, int, int]
