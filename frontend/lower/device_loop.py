@@ -15,6 +15,13 @@ may go on, so the host relaunches it (``While`` with the launch as its condition
 reads back one flag per chunk instead of one predicate per iteration.  A counted loop
 whose trip count is a compile-time constant (:mod:`frontend.lower.loops`) is one launch
 running the body that many times: no condition, no read-back.
+
+Products of two matrices run as the language's register-blocked ``gemm``; results that
+no later phase of the iteration reads the old value of are computed straight into their
+carried buffers (:func:`_direct`); a scan's input projection is hoisted before the loop
+when large enough (:mod:`frontend.lower.loop_projection`); carried buffers initialized
+from constants are initialized by the loop kernel instead of launches of their own
+(:func:`_fold_inits`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ input by an invariant matrix) hoisted out of the loop as one product over every 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,18 @@ def test_initial_values_computed_in_the_loop_kernel() -> None:
     steps = lower_function(frontend.parse(rnn(SLICE, X_W, COUNTER))).plan.steps
     assert [s.kernel.split("_", 1)[1] for s in steps if isinstance(s, Launch)] \
         == ["dot", "while"]
+
+
+def test_jax_scan_carrying_its_inputs() -> None:
+    """JAX's scan carries xs and the weights through the loop unchanged (rank-1 steps)."""
+    text = (Path(__file__).resolve().parent / "loops" / "rnn.mlir").read_text()
+    assert hoisted(text)
+    xs, wx, wh = (0.1 * rand((64, 64)) for _ in range(3))
+    h0 = rand((64,))
+    h, hs = h0.astype(np.float64), []
+    for x in xs.astype(np.float64):
+        h = np.tanh(x @ wx + h @ wh)
+        hs.append(h)
+    got_h, got_hs = run(text, xs, h0, wx, wh)
+    np.testing.assert_allclose(got_h, h, atol=1e-5)
+    np.testing.assert_allclose(got_hs, np.array(hs), atol=1e-5)
