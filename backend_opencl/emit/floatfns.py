@@ -12,19 +12,21 @@ select, never a branch or a call the vectoriser cannot widen:
 * ``sin``, ``cos``: ``|x| = m 2^(e-150)`` times 2/pi modulo 4 as ``m`` times a
   two-double ``2^(e-150) 2/pi mod 4`` from a 256-entry table indexed by the exponent
   (exact products by FMA; one path for every ``x``, no select between a short and a
-  long reduction, both of which a vector loop would compute); then Taylor polynomials
-  of degree 11 and 12 on ``[-pi/4, pi/4]`` (error < 1e-11).
+  long reduction, both of which a vector loop would compute); then polynomials of
+  degree 9 and 10 fitted on ``[-pi/4, pi/4]`` (relative error < 2^-37).
 * ``log``, ``log1p``: ``u = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (fdlibm's
-  reduction on the high word) and ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, to
-  ``s^15``; ``log1p`` forms ``1 + x`` exactly in double (``|x| >= 1e-4``) or uses its
-  Taylor series.
+  reduction on the high word) and ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, a
+  fitted polynomial to ``s^9``; ``log1p`` forms ``1 + x`` exactly in double
+  (``|x| >= 1e-4``) or uses its Taylor series.
 * ``expm1``, ``tanh``: from ``exp`` in double, Taylor series near 0 where subtracting 1
   would cancel.  ``exp`` in double is ``2^k e^r`` with a polynomial (the builtin's full
-  double accuracy is not needed and costs 1.4x).
-* ``erf``: Taylor series for ``|x| < 1``; beyond, ``1 - exp(-x^2) erfcx(|x|)`` with
-  ``erfcx`` a degree-16 Chebyshev fit on ``[1, 4.5]`` (relative error 5e-11, fitted to
-  mpmath's values); ``|x|`` is clamped to 4.5, where erf already rounds to +-1.
-* ``pow``: ``exp(y log|x|)`` in double with the special cases of C99 Annex F by selects.
+  double accuracy is not needed and costs 1.4x): degree 10 for ``expm1``, a degree-7
+  fit where nothing cancels against it (``tanh``, ``erf``, ``pow``).
+* ``erf``: ``x P(x^2)`` for ``|x| < 1``; beyond, ``1 - exp(-x^2) erfcx(|x|)`` with
+  ``erfcx`` a degree-13 Chebyshev fit on ``[1, 4.5]`` (fitted to mpmath's values);
+  ``|x|`` is clamped to 4.5, where erf already rounds to +-1.
+* ``pow``: ``exp(y log|x|)`` in double with the special cases of C99 Annex F by float
+  selects (no ``rint``: PoCL's is a scalar-style software sequence).
 * ``hypot`` (complex ``abs``): ``sqrt(x^2 + y^2)`` in double (neither overflows).
 """
 
@@ -106,6 +108,13 @@ degree-10 Taylor polynomial)."""
 
 
 def _horner(var: str, coeffs: tuple[float, ...] | list[float]) -> str:
+    """The polynomial with ``coeffs`` (highest power first) in ``var``; from six
+    coefficients on, as ``E(var^2) + var O(var^2)``: two independent Horner chains of
+    half the length (a vector loop of these helpers is bound by the FMAs' latency)."""
+    if len(coeffs) >= 6:
+        odd, even = coeffs[-2::-2][::-1], coeffs[-1::-2][::-1]
+        square = f"({var} * {var})"
+        return f"({_horner(square, even)} + {var} * {_horner(square, odd)})"
     text = repr(float(coeffs[0]))
     for c in coeffs[1:]:
         text = f"{float(c)!r} + {var} * ({text})"
@@ -283,19 +292,18 @@ def _erf(unit: Unit) -> str:
 
 
 def _pow(unit: Unit) -> str:
-    core = _log_pos(unit)
+    """``exp(y log|x|)`` in double; zero and infinite ``|x|`` (whose ``log`` the helper does
+    not compute) and the other special cases of C99 Annex F by float selects."""
     return f"""float @NAME@(float x, float y) {{
-    const float ax = fabs(x);
-    const double l = ax == 0 ? -INFINITY : (ax == INFINITY ? INFINITY : {core}((double)ax));
-    float r = (float){_exp_double(unit, True)}((double)y * l);
-    const float ay = fabs(y);
+    const float ax = fabs(x), ay = fabs(y);
+    float r = (float){_exp_double(unit, True)}((double)y * {_log_pos(unit)}((double)ax));
     const int integral = (ay >= 0x1p23f) | (ay == (float)(int)(ay < 0x1p23f ? ay : 0.0f));
-    const int odd = integral & (fabs(y) < 0x1p24f) & ((int)y & 1);
+    const int odd = integral & (ay < 0x1p24f) & ((int)y & 1);
+    r = ((ax == 0) | (ax == INFINITY)) ? (((ax == 0) == (y > 0)) ? 0.0f : INFINITY) : r;
     r = (odd & (as_int(x) < 0)) ? -r : r;
-    r = ((x < 0) & (x > -INFINITY) & !integral & (fabs(y) < INFINITY)) ? NAN : r;
-    r = ((ax == 1) & (fabs(y) == INFINITY)) ? 1.0f : r;
+    r = ((x < 0) & (x > -INFINITY) & !integral) ? NAN : r;
     r = ((x != x) | (y != y)) ? x + y : r;
-    return ((y == 0) | (x == 1)) ? 1.0f : r;
+    return ((y == 0) | (x == 1) | ((x == -1) & (ay == INFINITY))) ? 1.0f : r;
 }}
 """
 
