@@ -12,6 +12,7 @@ waiting; on an out-of-order queue each waits for its predecessor.
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,30 +35,56 @@ def compile_stablehlo_for_queue(text: str, queue: Any, filename: str = "<string>
                                 check_bounds: bool = False,
                                 entry: str = "main") -> SyclExecutable:
     """Parse, verify and lower StableHLO text; build its kernels for SYCL ``queue``
-    (cached per text and queue in this process)."""
-    import frontend
+    (cached per text and queue in this process; the lowered program also on disk, as
+    :func:`backend_opencl.driver.compile_stablehlo_program` keeps it)."""
     from backend_opencl import driver
-    from frontend.ir.types import TensorType
-    from frontend.lower import lower_function
 
     key = (text, filename, entry, queue, check_bounds)
     exe = _EXECUTABLES.get(key)
     if exe is not None:
         return exe
     device = sycl.sycl_device(queue)
+    disk = driver._lowered_cache_file((text, filename, entry, device.key, check_bounds))
+    exe = _load(disk, device) if disk is not None else None
+    if exe is None:
+        exe = _lowered(text, device, filename, entry, check_bounds)
+        if disk is not None:
+            driver._store_executable(disk, exe)
+    _EXECUTABLES[key] = exe
+    return exe
+
+
+def _lowered(text: str, device: sycl.SyclDevice, filename: str, entry: str,
+             check_bounds: bool) -> SyclExecutable:
+    """Parse, verify and lower StableHLO text; build its kernels on the queue."""
+    import frontend
+    from backend_opencl import driver
+    from frontend.ir.types import TensorType
+    from frontend.lower import lower_function
+
     module = frontend.parse(text, filename=filename)
     lowered = lower_function(driver._part_with(module.parts or [module], entry), entry)
     program = driver._kernels_program(lowered)
-    kernels = compile_for_queue(program, queue, check_bounds=check_bounds,
+    kernels = compile_for_queue(program, device.queue, check_bounds=check_bounds,
                                 launch_checks=False) if program.functions else None
     func = lowered.func
     arg_dtypes = [t.element.dtype for t in func.arg_types]
     result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
                      for t in func.result_types]
     result_dtypes += [driver._check_dtype(lowered, i) for i in range(len(lowered.checks))]
-    exe = SyclExecutable(lowered.plan, kernels, device, entry, arg_dtypes, result_dtypes)
-    _EXECUTABLES[key] = exe
-    return exe
+    return SyclExecutable(lowered.plan, kernels, device, entry, arg_dtypes, result_dtypes)
+
+
+def _load(path: Any, device: sycl.SyclDevice) -> SyclExecutable | None:
+    """The executable whose lowered program ``path`` keeps (None: none or unreadable)."""
+    try:
+        with path.open("rb") as f:
+            plan, program, written, entry, arg_dtypes, result_dtypes = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+            TypeError, ValueError):
+        return None
+    module = SyclModule(program, None, device, None, written) if program is not None else None
+    return SyclExecutable(plan, module, device, entry, arg_dtypes, result_dtypes)
 
 
 class SyclExecutable:

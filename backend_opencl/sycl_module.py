@@ -28,6 +28,8 @@ from backend_opencl.module import (
     NUMPY_DTYPES,
     RECORD_LONGS,
     Group,
+    StoredKernel,
+    StoredProgram,
     _dynamic_values,
     _group_members,
     array_layout,
@@ -63,19 +65,32 @@ class SyclModule:
     """The kernels of one compiled program on a SYCL queue, callable by name."""
 
     def __init__(self, emitted: Any, program: Any, device: sycl.SyclDevice,
-                 checks: dict[str, tuple[Any, ...]] | None) -> None:
-        from tensorlang.passes.effects import written_arguments
+                 checks: dict[str, tuple[Any, ...]] | None,
+                 written: dict[str, frozenset[int]] | None = None) -> None:
+        """``emitted``: an ``EmittedProgram`` (then ``program`` gives the written
+        arguments) or a ``StoredProgram`` from a disk cache with ``written``."""
+        if written is None:
+            from tensorlang.passes.effects import written_arguments
 
+            written = {name: frozenset(written_arguments(program.function(name)))
+                       for name in emitted.kernels}
         self.source = emitted.source
         self.device = device
         built = sycl.build(device, emitted.source,
                            [info.c_name for info in emitted.kernels.values()])
         self.kernels = {
-            name: SyclKernel(info, built[info.c_name], device,
-                             frozenset(written_arguments(program.function(name))),
-                             (checks or {}).get(name, ()))
+            name: SyclKernel(info, built[info.c_name], device, written[name],
+                             (checks or {}).get(name, getattr(info, "checks", ())))
             for name, info in emitted.kernels.items()
         }
+
+    def stored(self) -> tuple[StoredProgram, dict[str, frozenset[int]]] | None:
+        """What a disk cache keeps (as :meth:`backend_opencl.module.Module.stored`)."""
+        if any(k.info.guards for k in self.kernels.values()):
+            return None
+        kernels = {name: StoredKernel.of(k.info, k.checks) for name, k in self.kernels.items()}
+        return StoredProgram(self.source, kernels), {n: k.written
+                                                      for n, k in self.kernels.items()}
 
     def __getattr__(self, name: str) -> SyclKernel:
         kernels = self.__dict__.get("kernels", {})

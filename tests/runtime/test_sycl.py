@@ -243,6 +243,26 @@ def test_stablehlo_mlp_on_the_queue(queue: Any) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
+def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import backend_opencl
+    from backend_opencl import sycl_exec
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(sycl_exec, "_EXECUTABLES", {})
+    text, inputs, want = _mlp()
+    backend_opencl.compile_stablehlo(text, device=queue)
+    assert list((tmp_path / "lowered").glob("*.pickle"))
+
+    def no_lowering(*args: Any) -> None:
+        raise AssertionError("lowered again")
+
+    monkeypatch.setattr(sycl_exec, "_EXECUTABLES", {})
+    monkeypatch.setattr(sycl_exec, "_lowered", no_lowering)
+    (got,) = backend_opencl.compile_stablehlo(text, device=queue)(*inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
 def test_stablehlo_arguments_checked(queue: Any) -> None:
     import backend_opencl
 
