@@ -31,16 +31,19 @@ def _program(a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...], dims:
 
 
 CASES = [
-    # dW = (x^T dy)^T: x [128, 24], dy [128, 40] -> [24, 40] -> [40, 24]
-    ((128, 24), (128, 40), (24, 40), "contracting_dims = [0] x [0]", [1, 0],
+    # dW = (x^T dy)^T: x [128, 40], dy [128, 24] -> [40, 24] -> [24, 40]
+    ((128, 40), (128, 24), (40, 24), "contracting_dims = [0] x [0]", [1, 0],
      lambda a, b: (a.T @ b).T),
     # batched, 45 rows of the transposed result: a partial row tile
-    ((2, 16, 7), (2, 16, 45), (2, 7, 45),
+    ((2, 16, 40), (2, 16, 45), (2, 40, 45),
      "batching_dims = [0] x [0], contracting_dims = [1] x [1]", [0, 2, 1],
      lambda a, b: (a.transpose(0, 2, 1) @ b).transpose(0, 2, 1)),
     # plain a @ b then transposed
     ((33, 20), (20, 50), (33, 50), "contracting_dims = [1] x [0]", [1, 0],
      lambda a, b: (a @ b).T),
+    # 10 rows (a 10-class layer's gradient): not swapped, the gemm keeps its 64 rows
+    ((128, 10), (128, 64), (10, 64), "contracting_dims = [0] x [0]", [1, 0],
+     lambda a, b: (a.T @ b).T),
 ]
 
 
@@ -54,14 +57,16 @@ def test_transposed_product_with_swapped_operands(a: tuple[int, ...], b: tuple[i
     np.testing.assert_allclose(run(text, x, y)[0], want, rtol=1e-5, atol=1e-5)
 
 
-def test_the_gemm_writes_the_transposed_layout() -> None:
-    """[24, 40]^T is [40, 24] row-major: the gemm's C is a 24-row memref view (tiles of
-    its 40 columns; unswapped it would be 40 x 24)."""
-    a, b, out, dims, perm, _ = CASES[0]
+@pytest.mark.parametrize(("case", "rows"), [(0, 40), (3, 64)])
+def test_the_gemm_writes_the_transposed_layout_unless_it_has_few_rows(case: int,
+                                                                      rows: int) -> None:
+    """[40, 24]^T is [24, 40] row-major: the gemm's C is a 40-row memref view (unswapped
+    it would have 24 rows); [10, 64] is not swapped: C keeps its 64 rows."""
+    a, b, out, dims, perm, _ = CASES[case]
     kernels = lower_function(parse(_program(a, b, out, dims, perm))).kernels
     gemms = [line for line in kernels.splitlines() if "gemm." in line]
     assert len(gemms) == 1
-    assert gemms[0].split(", ")[-1].startswith("memref<f32x24x")
+    assert gemms[0].split(", ")[-1].startswith(f"memref<f32x{rows}x")
 
 
 def test_bf16_result_is_converted_after_the_swapped_gemm() -> None:
