@@ -16,12 +16,13 @@ select, never a branch or a call the vectoriser cannot widen:
   degree 9 and 10 fitted on ``[-pi/4, pi/4]`` (relative error < 2^-37).
 * ``log``, ``log1p``: ``u = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` (fdlibm's
   reduction on the high word) and ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, a
-  fitted polynomial to ``s^9``; ``log1p`` forms ``1 + x`` exactly in double
-  (``|x| >= 1e-4``) or uses its Taylor series.
-* ``expm1``, ``tanh``: from ``exp`` in double, Taylor series near 0 where subtracting 1
-  would cancel.  ``exp`` in double is ``2^k e^r`` with a polynomial (the builtin's full
-  double accuracy is not needed and costs 1.4x): degree 10 for ``expm1``, a degree-7
-  fit where nothing cancels against it (``tanh``, ``erf``, ``pow``).
+  fitted polynomial to ``s^9``; ``log1p`` adds ``1 + x``'s rounding error in double
+  (non-zero for ``|x| < 2^-29`` only) to ``log(1 + x)``.
+* ``expm1``, ``tanh``: ``expm1`` in double as ``2^k (e^r - 1) + (2^k - 1)``, with
+  ``e^r - 1 = r (1 + r Q(r))`` fitted (no cancellation near 0, so no Taylor series to
+  select there); ``tanh |x| = expm1(2|x|) / (expm1(2|x|) + 2)``.  ``exp`` in double
+  (``erf``, ``pow``) is ``2^k e^r`` with a degree-7 fit (the builtin's full double
+  accuracy is not needed and costs 1.4x).
 * ``erf``: ``x P(x^2)`` for ``|x| < 1``; beyond, ``1 - exp(-x^2) erfcx(|x|)`` with
   ``erfcx`` a degree-13 Chebyshev fit on ``[1, 4.5]`` (fitted to mpmath's values);
   ``|x|`` is clamped to 4.5, where erf already rounds to +-1.
@@ -32,7 +33,6 @@ select, never a branch or a call the vectoriser cannot widen:
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 from backend_opencl.emit.unit import Unit
@@ -99,12 +99,14 @@ _ATANH = (0.3333333327502205, 0.2000006276331276, 0.14275200177140138, 0.1167096
 """``(atanh(s) / s - 1) / s^2`` on ``|s| <= 0.1716`` (``log``'s reduced range) in
 ``z = s^2``, lowest power first (error in ``log`` 2^-34)."""
 
+_EXPM1 = (0.500000000002552, 0.16666666719009116, 0.041666666336521226, 0.00833329844493853,
+          0.0013888938831532545, 0.00019899323073124532, 2.4812617842130466e-05)
+"""``(e^r - 1 - r) / r^2`` on ``|r| <= ln(2)/2``, lowest power first (2^-34.1)."""
+
 _EXP_SHORT = (0.9999999999616426, 1.000000000260134, 0.5000000104759805, 0.1666666501435735,
               0.0416662245601703, 0.008333579261430012, 0.0013948251914420394,
               0.0001976677428168743)
-"""``e^r`` on ``|r| <= ln(2)/2``, lowest power first (2^-34.5): ``pow``, ``tanh`` and
-``erf``, whose results do not cancel against the exponential (``expm1`` keeps the
-degree-10 Taylor polynomial)."""
+"""``e^r`` on ``|r| <= ln(2)/2``, lowest power first (2^-34.5): ``pow`` and ``erf``."""
 
 
 def _horner(var: str, coeffs: tuple[float, ...] | list[float]) -> str:
@@ -189,22 +191,35 @@ def _sincos_pair(unit: Unit) -> str:
             f"{float_fn(unit, 'cos')}(x));\n}}\n")
 
 
-_EXP = [1 / math.factorial(k) for k in range(11)]
 
 
-def _exp_double(unit: Unit, short: bool = False) -> str:
+def _exp_double(unit: Unit) -> str:
     """``exp`` in double for the float helpers: ``2^k e^r`` with ``|r| <= ln(2)/2`` and a
-    polynomial (``short``: the degree-7 fit, relative error 2^-34.5; else the degree-10
-    Taylor polynomial, < 3e-13), ``x`` clamped to ``[-110, 90]`` (beyond, every float
-    result is 0 or inf).  Cheaper than the builtin, whose full double accuracy the float
-    results do not need."""
-    poly = _taylor(list(_EXP_SHORT), "r") if short else _taylor(_EXP, "r")
-    return unit.helper("exp_ds" if short else "exp_d", _INLINE + f"""double @NAME@(double x) {{
+    degree-7 fit (relative error 2^-34.5), ``x`` clamped to ``[-110, 90]`` (beyond, every
+    float result is 0 or inf).  Cheaper than the builtin, whose full double accuracy the
+    float results do not need."""
+    return unit.helper("exp_d", _INLINE + f"""double @NAME@(double x) {{
     const double c = x < -110.0 ? -110.0 : (x > 90.0 ? 90.0 : x);
     const double t = c * 1.4426950408889634 + 0x1.8p52;
     const double k = t - 0x1.8p52;
     const double r = (c - k * 0.6931471805599453) - k * 2.3190468138462996e-17;
-    return {poly} * as_double((as_ulong(t) + 1023UL) << 52);
+    return {_taylor(list(_EXP_SHORT), "r")} * as_double((as_ulong(t) + 1023UL) << 52);
+}}
+""")
+
+
+def _expm1_double(unit: Unit) -> str:
+    """``expm1`` in double without cancellation near 0: ``2^k (e^r - 1) + (2^k - 1)`` with
+    ``e^r - 1 = r (1 + r Q(r))`` (one path for every ``x``: no Taylor series selected near
+    0), ``x`` clamped to ``[-110, 90]``.  The sign of a zero result is the caller's."""
+    return unit.helper("expm1_d", _INLINE + f"""double @NAME@(double x) {{
+    const double c = x < -110.0 ? -110.0 : (x > 90.0 ? 90.0 : x);
+    const double t = c * 1.4426950408889634 + 0x1.8p52;
+    const double k = t - 0x1.8p52;
+    const double r = (c - k * 0.6931471805599453) - k * 2.3190468138462996e-17;
+    const double p = r * (1.0 + r * {_taylor(list(_EXPM1), "r")});
+    const double scale = as_double((as_ulong(t) + 1023UL) << 52);
+    return fma(scale, p, scale - 1.0);
 }}
 """)
 
@@ -237,40 +252,34 @@ def _log(unit: Unit) -> str:
 
 
 def _log1p(unit: Unit) -> str:
-    core = _log_pos(unit)
-    taylor = _taylor([(-1) ** k / (k + 1) for k in range(5)], "d")
+    """``log(u) + (x - (u - 1))`` for ``u = 1 + x`` rounded in double: the second term is
+    ``1 + x``'s rounding error (non-zero only for ``|x| < 2^-29``, where dividing it by
+    ``u ~ 1`` changes nothing), so no Taylor series is selected near 0."""
     return f"""float @NAME@(float x) {{
     const double d = (double)x;
-    const float big = (float){core}(1.0 + d);
-    const float small = (float)(d * {taylor});
-    const float r = fabs(x) < 1e-4f ? small : big;
+    const double u = 1.0 + d;
+    const float r = (float)({_log_pos(unit)}(u) + (d - (u - 1.0)));
     const float edge = x == -1 ? -INFINITY : (x < -1 ? NAN : x);
-    return ((x > -1) & (x < INFINITY)) ? r : edge;
+    return ((x > -1) & (x < INFINITY)) ? as_float(as_uint(r) | (as_uint(x) & 0x80000000u)) : edge;
 }}
 """
 
 
 def _expm1(unit: Unit) -> str:
-    taylor = _taylor([1 / f for f in (1, 2, 6, 24, 120)], "d")
     return f"""float @NAME@(float x) {{
-    const double d = (double)x;
-    const double big = {_exp_double(unit)}(d) - 1.0;
-    const double small = d * {taylor};
-    return (float)(fabs(x) < 1e-3f ? small : big);
+    const float r = (float){_expm1_double(unit)}((double)x);
+    return as_float(as_uint(r) | (as_uint(x) & 0x80000000u));
 }}
 """
 
 
 def _tanh(unit: Unit) -> str:
-    taylor = _taylor([1.0, -1 / 3, 2 / 15, -17 / 315], "s")
+    """``expm1(2|x|) / (expm1(2|x|) + 2)`` with ``|x|`` clamped to 10 (tanh rounds to 1
+    from 9.01 on), the sign of ``x``."""
     return f"""float @NAME@(float x) {{
     const float ax = fabs(x);
-    const double a = (double)(ax > 10.0f ? 10.0f : ax);
-    const double e = {_exp_double(unit, True)}(2.0 * a);
-    const double big = (e - 1.0) / (e + 1.0);
-    const double s = a * a;
-    const double small = a * {taylor};
-    const float t = (float)(ax < 0.01f ? small : big);
+    const double e = {_expm1_double(unit)}(2.0 * (double)(ax > 10.0f ? 10.0f : ax));
+    const float t = (float)(e / (e + 2.0));
     return as_float(as_uint(t) | (as_uint(x) & 0x80000000u));
 }}
 """
@@ -284,7 +293,7 @@ def _erf(unit: Unit) -> str:
     const double z = a * a;
     const double small = a * {taylor};
     const double u = (a - 2.75) * (1.0 / 1.75);
-    const double big = 1.0 - {_exp_double(unit, True)}(-z) * {_horner("u", _ERFCX)};
+    const double big = 1.0 - {_exp_double(unit)}(-z) * {_horner("u", _ERFCX)};
     const float r = (float)(ax < 1.0f ? small : big);
     return x != x ? x : as_float(as_uint(r) | (as_uint(x) & 0x80000000u));
 }}
@@ -296,7 +305,7 @@ def _pow(unit: Unit) -> str:
     not compute) and the other special cases of C99 Annex F by float selects."""
     return f"""float @NAME@(float x, float y) {{
     const float ax = fabs(x), ay = fabs(y);
-    float r = (float){_exp_double(unit, True)}((double)y * {_log_pos(unit)}((double)ax));
+    float r = (float){_exp_double(unit)}((double)y * {_log_pos(unit)}((double)ax));
     const int integral = (ay >= 0x1p23f) | (ay == (float)(int)(ay < 0x1p23f ? ay : 0.0f));
     const int odd = integral & (ay < 0x1p24f) & ((int)y & 1);
     r = ((ax == 0) | (ax == INFINITY)) ? (((ax == 0) == (y > 0)) ? 0.0f : INFINITY) : r;
