@@ -29,13 +29,13 @@ from backend_opencl.runtime.errors import DeviceError
 
 INSTALL_HINT = "pip install 'tlc[sycl]' (dpctl with Intel's SYCL and OpenCL CPU runtimes)"
 
-_CTYPES = {
-    "i1": ctypes.c_int8, "i2": ctypes.c_int16, "i4": ctypes.c_int32, "i8": ctypes.c_int64,
+_CTYPES = {  # dpctl refuses ctypes.c_int8: an i8 goes as the unsigned byte of its bits
+    "i2": ctypes.c_int16, "i4": ctypes.c_int32, "i8": ctypes.c_int64,
     "u1": ctypes.c_uint8, "u2": ctypes.c_uint16, "u4": ctypes.c_uint32,
     "u8": ctypes.c_uint64, "f4": ctypes.c_float, "f8": ctypes.c_double,
 }
 _LOCK = threading.RLock()
-_PROGRAMS: dict[tuple[Any, str], Any] = {}
+_PROGRAMS: dict[tuple[Any, str, str], Any] = {}
 _DEVICES: dict[Any, SyclDevice] = {}
 _MEMORY_TYPES: tuple[type, ...] = ()  #: dpctl's USM memory classes, once dpctl is imported
 _HOST_MEMORY: tuple[type, ...] = ()  #: those the host reads and writes directly
@@ -80,12 +80,9 @@ def _import() -> Any:
     return dpctl
 
 
-_dpctl = prepare
-
-
 def queue(spec: str = "opencl:cpu") -> Any:
     """An in-order ``dpctl.SyclQueue`` for the SYCL filter string ``spec`` (OpenCL backend)."""
-    dpctl = _dpctl()
+    dpctl = prepare()
     try:
         return dpctl.SyclQueue(spec, property="in_order")
     except (dpctl.SyclQueueCreationError, ValueError, TypeError) as err:
@@ -134,7 +131,7 @@ class SyclDevice:
 def sycl_device(q: Any) -> SyclDevice:
     """The :class:`SyclDevice` of queue ``q``; DeviceError unless the queue runs on the
     OpenCL backend of a device with USM device allocations."""
-    dpctl = _dpctl()
+    dpctl = prepare()
     with _LOCK:
         found = _DEVICES.get(q)
         if found is not None:
@@ -184,8 +181,8 @@ def build(device: SyclDevice, source: str, names: Sequence[str]) -> dict[str, An
     """The kernels ``names`` of OpenCL C ``source`` built for the queue's context (cached)."""
     from backend_opencl.runtime.build import OpenCLBuildError, _save_failed_source
 
-    dpctl = _dpctl()
-    key = (device.queue.sycl_context, hashlib.sha256(source.encode()).hexdigest())
+    dpctl = prepare()
+    key = (device.context, device.key, hashlib.sha256(source.encode()).hexdigest())
     with _LOCK:
         program = _PROGRAMS.get(key)
     if program is None:
@@ -245,7 +242,7 @@ def is_memory(obj: object) -> bool:
 
 def usm_array(obj: Any) -> UsmArray:
     """The :class:`UsmArray` view of a USM memory object or USM array."""
-    dpctl = _dpctl()
+    dpctl = prepare()
     info = obj.__sycl_usm_array_interface__
     raw = is_memory(obj)
     dtype = np.dtype(info.get("typestr", "|u1"))
@@ -264,7 +261,7 @@ def usm_array(obj: Any) -> UsmArray:
 def alloc(device: SyclDevice, nbytes: int) -> Any:
     """``nbytes`` (at least 1) of USM memory on the queue: shared memory on CPU devices
     (the host reads and writes it directly), else device memory."""
-    memory = _dpctl().memory
+    memory = prepare().memory
     kind = memory.MemoryUSMShared if device.shared else memory.MemoryUSMDevice
     return kind(max(int(nbytes), 1), queue=device.queue)
 
@@ -330,9 +327,11 @@ def kernel_arg(value: Any) -> Any:
     ctypes kind (complex ones as raw bytes)."""
     if isinstance(value, np.generic):
         kind = value.dtype.str[1:]
+        if kind == "i1":
+            return ctypes.c_uint8(int(value.view(np.uint8)))
         if kind in _CTYPES:
             return _CTYPES[kind](value.item())
-        return _dpctl().RawKernelArg(np.ascontiguousarray(value))
+        return prepare().RawKernelArg(np.ascontiguousarray(value))
     return value
 
 

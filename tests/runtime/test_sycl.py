@@ -168,6 +168,60 @@ def test_gemm_with_groups_of_usm_arrays(queue: Any) -> None:
     np.testing.assert_allclose(out.get(), want, rtol=1e-4, atol=1e-4)
 
 
+def test_device_facts_from_dpctl_when_pyopencl_does_not_see_it(
+        queue: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpctl
+
+    import backend_opencl
+    from backend_opencl.runtime import devices, sycl
+
+    monkeypatch.setattr(devices, "list_devices", lambda: [])
+    other = dpctl.SyclQueue(queue.sycl_context, queue.sycl_device, property="in_order")
+    facts = sycl.sycl_device(other).facts
+    assert facts.cl_device is None and facts.key.startswith("sycl|")
+    assert facts.max_work_group_size == queue.sycl_device.max_work_group_size
+    mod = backend_opencl.compile(AXPBY, device=other)
+    x, y, want = _vectors(10)
+    z = np.full(N, np.nan, np.float32)
+    mod.axpby(1.5, x, -0.25, y, z)
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
+
+
+SCALARS = """
+func @k(%a: c32, %h: f16, %b: i1, %m: i8, %x: memref<c32x8>, %y: memref<f16x8>)
+    work_group_size(8, 1) {
+  %zero = constant 0 : index
+  %n = constant 8 : index
+  %mf = cast %m : i8 -> f16
+  foreach %i = %zero, %n {
+    %u = load %x[%i] : memref<c32x8>
+    %s = arith.mul %a, %u : c32
+    store %s, %x[%i] : memref<c32x8>
+    %v = load %y[%i] : memref<f16x8>
+    %w = arith.add %h, %v : f16
+    %p = arith.mul %mf, %w : f16
+    %t = select %b, %p, %v : f16
+    store %t, %y[%i] : memref<f16x8>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_scalar_kinds(queue: Any, flag: bool) -> None:
+    import backend_opencl
+
+    mod = backend_opencl.compile(SCALARS, device=queue)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(8) + 1j * rng.standard_normal(8)).astype(np.complex64)
+    y = rng.standard_normal(8).astype(np.float16)
+    want_x = x * np.complex64(2 - 1j)
+    want_y = (np.float16(-3) * (np.float16(0.5) + y)) if flag else y.copy()
+    mod.k(2 - 1j, 0.5, flag, -3, x, y)
+    np.testing.assert_allclose(x, want_x, rtol=1e-6)
+    np.testing.assert_allclose(y, want_y, rtol=1e-3)
+
+
 def test_out_of_order_queue(queue: Any) -> None:
     import dpctl
 
