@@ -17,7 +17,6 @@ A call waits for its kernel.  See ``docs/devices.md``, "SYCL through dpctl".
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -115,7 +114,6 @@ class SyclKernel:
         """The launch checks run before a launch (as :class:`~backend_opencl.module.Kernel`)."""
         self.kernel = kernel
         self._max_groups = launch.max_groups(device.facts, info.plan.work_group_size)
-        self._lock = threading.Lock()  # one launch of a kernel object at a time
 
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
         """Check the arguments, run ``num_groups`` work-groups, copy numpy results back."""
@@ -149,9 +147,9 @@ class SyclKernel:
             if self.info.guards else None
         if record is not None:
             kernel_args.append(record)
-        with self._lock:
-            sycl.launch(self.device, self.kernel, kernel_args, num_groups,
-                        self.info.plan.work_group_size)
+        # a SYCL submission carries its own arguments: concurrent calls share nothing
+        sycl.launch(self.device, self.kernel, kernel_args, num_groups,
+                    self.info.plan.work_group_size)
         sycl.wait(self.device)
         for back in backs:
             back()

@@ -317,6 +317,27 @@ def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
+def test_concurrent_calls_from_threads(queue: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import backend_opencl
+
+    text, inputs, want = _mlp()
+    exe = backend_opencl.compile_stablehlo(text, device=queue)
+    mod = backend_opencl.compile(AXPBY, device=queue)
+
+    def work(seed: int) -> None:
+        x, y, expected = _vectors(seed)
+        for _ in range(5):
+            z = np.full(N, np.nan, np.float32)
+            mod.axpby(1.5, x, -0.25, usm(queue, y), z)
+            np.testing.assert_allclose(z, expected, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(exe(*inputs)[0], want, rtol=1e-5, atol=1e-7)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(4)))
+
+
 def test_stablehlo_arguments_checked(queue: Any) -> None:
     import backend_opencl
 
