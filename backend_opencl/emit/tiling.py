@@ -546,14 +546,39 @@ def reduction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStore,
     result = "acc"
     if items > 1:
         red = p.value(scratch, f"local {ctype(t)}*", "red")
-        w.line(f"{red}[lid] = acc;")
-        w.line("barrier(CLK_LOCAL_MEM_FENCE);")
-        with w.block(f"for (int s = {pow2_at_least(items) // 2}; s > 0; s >>= 1)"):
-            w.line(f"if (lid < s && lid + s < {items}) {red}[lid] = {red}[lid] + {red}[lid + s];")
-            w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+        if plan.native_subgroups and t.name in SUBGROUP_REDUCE_TYPES:
+            _subgroup_tree(w, red)
+        else:
+            _local_tree(w, red, items)
         result = f"{red}[0]"
     guard = "" if items == 1 else "if (lid == 0) "
     w.line(guard + store(f"{c.ptr}[0]", scaled(t, alpha, result)))
     if items > 1:
         w.line("barrier(CLK_LOCAL_MEM_FENCE); // the scratch may be reused next")
     return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
+
+
+SUBGROUP_REDUCE_TYPES = frozenset({"i32", "u32", "i64", "u64", "f32", "f64"})
+"""Element types ``sub_group_reduce_add`` takes without further extensions."""
+
+
+def _local_tree(w: Writer, red: str, items: int) -> None:
+    """Sum every work-item's ``acc`` into ``red[0]``: a tree in local memory."""
+    w.line(f"{red}[lid] = acc;")
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+    with w.block(f"for (int s = {pow2_at_least(items) // 2}; s > 0; s >>= 1)"):
+        w.line(f"if (lid < s && lid + s < {items}) {red}[lid] = {red}[lid] + {red}[lid + s];")
+        w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+
+
+def _subgroup_tree(w: Writer, red: str) -> None:
+    """Sum every work-item's ``acc`` into ``red[0]`` with native subgroups: each subgroup
+    reduces in registers, its first work-item leaves the partial sum in local memory, and
+    work-item 0 adds the partial sums (two barriers instead of one per tree level)."""
+    w.line("acc = sub_group_reduce_add(acc);")
+    w.line(f"if (get_sub_group_local_id() == 0) {red}[get_sub_group_id()] = acc;")
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+    with w.block("if (lid == 0)"):
+        with w.block("for (uint s = 1; s < get_num_sub_groups(); ++s)"):
+            w.line(f"{red}[0] = {red}[0] + {red}[s];")
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);")

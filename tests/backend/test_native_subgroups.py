@@ -103,6 +103,14 @@ def test_gpu_plans_require_the_native_size(gpu_module: tuple[object, int]) -> No
     assert f"intel_reqd_sub_group_size({sg})" in module.source
 
 
+def test_sums_reduce_through_subgroups(gpu_module: tuple[object, int]) -> None:
+    """f32 ``sum`` kernels reduce each subgroup in registers (``sub_group_reduce_add``),
+    complex ones keep the local-memory tree; test_blas_native_subgroups checks both."""
+    module, _ = gpu_module
+    assert any(c.t == "f32" and c.name.startswith("sum") for c in BLAS_CASES)
+    assert "sub_group_reduce_add(acc)" in module.source
+
+
 @pytest.mark.parametrize("case", GEMM_CASES, ids=lambda c: c.name)
 def test_gemm_native_subgroups(gpu_module: tuple[object, int], h, rng, case) -> None:
     module, _ = gpu_module
