@@ -3,8 +3,9 @@
 ``backend_opencl.compile_stablehlo(text, device=queue)`` lowers the program as for an
 OpenCL device and returns a :class:`SyclExecutable`: its buffers are USM device memory
 of the queue (pooled across calls), its kernels a :class:`~backend_opencl.sycl_module.
-SyclModule`.  Arguments are numpy arrays (copied in) or C-contiguous USM arrays of the
-queue's context (used in place when the plan never writes them); they are checked as
+SyclModule`.  Arguments are numpy arrays (copied in), C-contiguous USM arrays of the
+queue's context or plain USM memory holding the argument's row-major bytes (USM is used in
+place when the plan never writes it); they are checked as
 :class:`~backend_opencl.plan_exec.Executable` checks them.  Results come back as numpy
 arrays after one wait.  On an in-order queue launches and copies are submitted without
 waiting; on an out-of-order queue each waits for its predecessor.
@@ -137,7 +138,7 @@ class SyclExecutable:
                               f"got {len(arrays)}")
         out = []
         for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
-            arr = self._usm_argument(i, a) if sycl.is_usm(a) else np.asarray(a)
+            arr = self._usm_argument(i, a, bid) if sycl.is_usm(a) else np.asarray(a)
             if isinstance(arr, np.ndarray) and arr.dtype != dtype \
                     and arr.dtype.newbyteorder("=") == dtype:
                 arr = arr.astype(dtype)  # another byte order: converted (inputs are only read)
@@ -150,14 +151,27 @@ class SyclExecutable:
             out.append(arr)
         return out
 
-    def _usm_argument(self, i: int, value: Any) -> sycl.UsmArray:
-        arr = sycl.usm_array(value)
-        if arr.raw:
-            raise LaunchError(f"@{self.name}: argument {i} is plain USM memory, which has no "
-                              "shape or dtype; pass a USM array (dpctl.tensor) or numpy array")
+    def _usm_argument(self, i: int, value: Any, bid: int) -> sycl.UsmArray:
+        """USM argument ``i`` as a C-contiguous :class:`sycl.UsmArray` of parameter
+        buffer ``bid``'s layout (plain USM memory: when it holds the array's bytes)."""
+        dtype, shape = self.storage[bid], self.plan.buffer(bid).shape
+        if sycl.is_memory(value):
+            need = self.plan.buffer(bid).size * dtype.itemsize
+            if value.nbytes < need:
+                raise LaunchError(f"@{self.name}: argument {i} is USM memory of "
+                                  f"{value.nbytes} bytes; the {'x'.join(map(str, shape))} "
+                                  f"{dtype.name} array it stands for needs {need}")
+            strides = tuple(int(s) for s in np.empty(shape, dtype).strides) if need else \
+                (0,) * len(shape)
+            arr = sycl.UsmArray(value, shape, strides, self.arg_dtypes[i], False, True)
+        else:
+            arr = sycl.usm_array(value)
         if not sycl.same_context(self.device, arr.memory):
             raise LaunchError(f"@{self.name}: argument {i} is USM memory of another SYCL "
                               "context than the queue's")
+        if arr.dtype.itemsize != dtype.itemsize:  # the plan stores it in another type
+            raise LaunchError(f"@{self.name}: argument {i} must be a numpy array (its "
+                              f"{arr.dtype.name} elements are stored as {dtype.name})")
         step = arr.dtype.itemsize
         for n, stride in zip(reversed(arr.shape), reversed(arr.strides), strict=True):
             if n > 1 and stride != step:
