@@ -147,6 +147,27 @@ def test_dynamic_sizes_and_strides_from_usm_arrays(queue: Any) -> None:
         mod.scale(3.0, usm(queue, x), out)
 
 
+MATMUL = """
+func @matmul(%A: memref<f32x?x?>, %B: memref<f32x?x?>, %C: memref<f32x?x?>) {
+  %one = constant 1.0 : f32
+  %zero = constant 0.0 : f32
+  gemm.n.n %one, %A, %B, %zero, %C : f32, memref<f32x?x?>, memref<f32x?x?>, f32, memref<f32x?x?>
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["shared", "device"])
+def test_gemm_into_poisoned_usm_array(queue: Any, kind: str) -> None:
+    import backend_opencl
+
+    mod = backend_opencl.compile(MATMUL, device=queue)
+    rng = np.random.default_rng(12)
+    A, B = (np.asfortranarray(rng.standard_normal(s), np.float32) for s in ((37, 19), (19, 23)))
+    C = UsmArray(queue, np.full((37, 23), np.nan, np.float32), kind)
+    mod.matmul(UsmArray(queue, A, kind), UsmArray(queue, B, kind), C)
+    np.testing.assert_allclose(C.get(), A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+
+
 def test_gemm_with_groups_of_usm_arrays(queue: Any) -> None:
     import backend_opencl
 
