@@ -18,16 +18,15 @@ select, never a branch or a call the vectoriser cannot widen:
   reduction on the high word) and ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, a
   fitted polynomial to ``s^9``; ``log1p`` adds ``1 + x``'s rounding error in double
   (non-zero for ``|x| < 2^-29`` only) to ``log(1 + x)``.
-* ``expm1``, ``tanh``: ``expm1`` in double as ``2^k (e^r - 1) + (2^k - 1)``, with
-  ``e^r - 1 = r (1 + r Q(r))`` fitted (no cancellation near 0, so no Taylor series to
-  select there); ``tanh |x| = expm1(2|x|) / (expm1(2|x|) + 2)``.  ``exp`` in double
-  (``erf``, ``pow``) is ``2^k e^r`` with a degree-7 fit (the builtin's full double
-  accuracy is not needed and costs 1.4x).
-* ``erf``: ``x P(x^2)`` for ``|x| < 1``; beyond, ``1 - exp(-x^2) erfcx(|x|)`` with
-  ``erfcx`` a degree-13 Chebyshev fit on ``[1, 4.5]`` (fitted to mpmath's values);
-  ``|x|`` is clamped to 4.5, where erf already rounds to +-1.
+* ``expm1``: in double as ``2^k (e^r - 1) + (2^k - 1)``, with ``e^r - 1 = r (1 + r Q(r))``
+  fitted (no cancellation near 0, so no Taylor series to select there).
+* ``tanh``: ``x P(x^2) / Q(x^2)``, a degree-(5, 5) rational fitted on ``[0, 10]``.
+* ``erf``: ``x P(x^2) / Q(x^2)``, a degree-(7, 7) rational fitted on ``[0, 4]``
+  (``|x|`` clamped to 4, where erf already rounds to +-1): one path, no exponential.
 * ``pow``: ``exp(y log|x|)`` in double with the special cases of C99 Annex F by float
-  selects (no ``rint``: PoCL's is a scalar-style software sequence).
+  selects (no ``rint``: PoCL's is a scalar-style software sequence); ``exp`` in double
+  is ``2^k e^r`` with a degree-7 fit (the builtin's full double accuracy is not needed
+  and costs 1.4x).
 * ``hypot`` (complex ``abs``): ``sqrt(x^2 + y^2)`` in double (neither overflows).
 """
 
@@ -70,22 +69,26 @@ def _tables() -> str:
     return "".join(f"constant double @NAME@{i}[256] = {{{row}}};\n" for i, row in enumerate(rows))
 
 
-_ERFCX = (-1.6689786413350397e-05, 4.560428099644457e-05, -5.549780203136858e-05,
-          0.00011911057793765307, -0.0003485312861313555, 0.0008070798862585446,
-          -0.0017445233550029888, 0.0037606999625360055, -0.007913854899226382,
-          0.016128977365896552, -0.0318044258266597, 0.060510619933665785,
-          -0.11066586214258185, 0.1936620969643554)
-"""``erfcx(x) = exp(x^2) erfc(x)`` on ``[1, 4.5]`` in ``u = (x - 2.75) / 1.75``, highest
-power first: ``numpy.polynomial.chebyshev.chebfit`` of degree 13 to mpmath's values at
-3000 Chebyshev nodes weighted for relative error (2^-27.6), converted by ``cheb2poly``.
-The fits below are made the same way (relative error given; a float needs 2^-25 for a
-result within 0.55 ulp)."""
+_ERF_P = (1.1283791670928285, 0.19935121444344836, 0.05795822286313238, 0.004914476527450861,
+          0.0005097362866460722, 2.1444749447312003e-05, 7.484506105783014e-07,
+          3.018973656228559e-09)
+_ERF_Q = (1.0, 0.5100037469530938, 0.12136538908925262, 0.017619611143396104,
+          0.0017017407868209521, 0.00011037046936692323, 4.460935826440858e-06,
+          7.331617375099446e-08)
+"""``erf(x) = x P(x^2) / Q(x^2)`` on ``[0, 4]`` (coefficients lowest power first): a
+degree-(7, 7) rational fitted to mpmath's values at 4000 Chebyshev nodes by iteratively
+reweighted linear least squares (relative error 2^-36.6; Q's coefficients are positive,
+so no pole for any ``x``).  The polynomial fits below are
+``numpy.polynomial.chebyshev.chebfit`` to mpmath's values at 3000 Chebyshev nodes
+weighted for relative error (error given; a float needs 2^-25 for a result within 0.55
+ulp)."""
 
-_ERF_SMALL = (1.1283791670570975, -0.3761263842595654, 0.11283781839093468,
-              -0.02686539212472821, 0.005220923217647505, -0.0008482507777231104,
-              0.00011254641119404073, -9.634992447296575e-06)
-"""``erf(x) / x`` on ``[0, 1]`` as a polynomial in ``z = x^2``, lowest power first
-(2^-34.8)."""
+_TANH_P = (0.9999999999552004, 0.14064641870082717, 0.004379948914074834, 4.1094595533653204e-05,
+           1.0449372405768228e-07, 3.267274500205273e-11)
+_TANH_Q = (1.0, 0.47397975115536256, 0.029039867685960327, 0.0004920029207778062,
+           2.494881497635607e-06, 2.706054589595288e-09)
+"""``tanh(x) = x P(x^2) / Q(x^2)`` on ``[0, 10]``, fitted as ``erf``'s (relative error
+2^-32.7; Q's coefficients are positive)."""
 
 _SIN = (0.9999999999954007, -0.1666666663013152, 0.008333328660303754,
         -0.00019839169489623045, 2.7170718603043413e-06)
@@ -274,28 +277,26 @@ def _expm1(unit: Unit) -> str:
 
 
 def _tanh(unit: Unit) -> str:
-    """``expm1(2|x|) / (expm1(2|x|) + 2)`` with ``|x|`` clamped to 10 (tanh rounds to 1
-    from 9.01 on), the sign of ``x``."""
+    """``x P(x^2) / Q(x^2)`` in double, ``|x|`` clamped to 10 (tanh rounds to 1 from 9.01
+    on)."""
     return f"""float @NAME@(float x) {{
     const float ax = fabs(x);
-    const double e = {_expm1_double(unit)}(2.0 * (double)(ax > 10.0f ? 10.0f : ax));
-    const float t = (float)(e / (e + 2.0));
+    const double a = (double)(ax > 10.0f ? 10.0f : ax);
+    const double z = a * a;
+    const float t = (float)(a * {_taylor(list(_TANH_P), "z")} / {_taylor(list(_TANH_Q), "z")});
     return as_float(as_uint(t) | (as_uint(x) & 0x80000000u));
 }}
 """
 
 
 def _erf(unit: Unit) -> str:
-    taylor = _taylor(list(_ERF_SMALL), "z")
+    """``x P(x^2) / Q(x^2)`` in double, ``|x|`` clamped to 4 (where erf rounds to 1)."""
     return f"""float @NAME@(float x) {{
     const float ax = fabs(x);
-    const double a = (double)(ax > 4.5f ? 4.5f : ax);
+    const double a = (double)(ax > 4.0f ? 4.0f : ax);
     const double z = a * a;
-    const double small = a * {taylor};
-    const double u = (a - 2.75) * (1.0 / 1.75);
-    const double big = 1.0 - {_exp_double(unit)}(-z) * {_horner("u", _ERFCX)};
-    const float r = (float)(ax < 1.0f ? small : big);
-    return x != x ? x : as_float(as_uint(r) | (as_uint(x) & 0x80000000u));
+    const float r = (float)(a * {_taylor(list(_ERF_P), "z")} / {_taylor(list(_ERF_Q), "z")});
+    return as_float(as_uint(r) | (as_uint(x) & 0x80000000u));
 }}
 """
 
