@@ -411,6 +411,44 @@ def test_stablehlo_loop_on_the_queue(queue: Any) -> None:
     np.testing.assert_allclose(got, 32 * x, rtol=1e-6)
 
 
+CASE = """func.func public @main(%i: tensor<i32>, %x: tensor<16xf32>) -> tensor<16xf32> {
+  %r = "stablehlo.case"(%i) ({
+    %a = stablehlo.cosine %x : tensor<16xf32>
+    stablehlo.return %a : tensor<16xf32>
+  }, {
+    %a = stablehlo.negate %x : tensor<16xf32>
+    stablehlo.return %a : tensor<16xf32>
+  }, {
+    %a = stablehlo.exponential %x : tensor<16xf32>
+    stablehlo.return %a : tensor<16xf32>
+  }) : (tensor<i32>) -> tensor<16xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%r init: %z) applies stablehlo.add across dimensions = [0]
+       : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+  %p = stablehlo.compare GT, %s, %z : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %out = "stablehlo.if"(%p) ({
+    stablehlo.return %r : tensor<16xf32>
+  }, {
+    %a = stablehlo.abs %r : tensor<16xf32>
+    stablehlo.return %a : tensor<16xf32>
+  }) : (tensor<i1>) -> tensor<16xf32>
+  return %out : tensor<16xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 7])
+def test_stablehlo_case_and_if_on_the_queue(queue: Any, index: int) -> None:
+    import backend_opencl
+
+    exe = backend_opencl.compile_stablehlo(CASE, device=queue)
+    x = np.random.default_rng(13).standard_normal(16).astype(np.float32)
+    r = [np.cos(x), -x, np.exp(x)][min(index, 2)]
+    want = r if r.sum() > 0 else np.abs(r)
+    (got,) = exe(np.array(index, np.int32), x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_queue_without_usm_refused() -> None:
     import dpctl
 
