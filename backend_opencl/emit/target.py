@@ -38,6 +38,11 @@ class Target:
     """Hold ``index`` values proven to fit 32 bits in ``int`` (``emit/ranges.py``): True /
     False for every kernel, None: on GPUs (64-bit integer arithmetic is emulated there);
     on PoCL CPUs it measured no faster (im2col 1.5x slower), so CPUs keep ``long``."""
+    simd_across_work_items: bool = False
+    """The driver's compiler vectorises across work-items, not inside one (Intel's OpenCL
+    CPU runtime: 16 work-items of dimension 0 share a SIMD register): kernels without
+    collectives get ``SIMD_WORK_ITEMS``-item groups, consecutive points on consecutive
+    work-items, as on GPUs (:func:`across_work_items`; docs/devices.md)."""
 
     @property
     def narrows_index(self) -> bool:
@@ -71,6 +76,8 @@ def target_from_device(device: object) -> Target:
         has_fp64=bool(getattr(device, "has_fp64", True)),
         has_int64_atomics="cl_khr_int64_base_atomics" in extensions,
         has_svm=bool(getattr(device, "has_svm", True)),
+        simd_across_work_items=kind == "cpu" and str(
+            getattr(device, "platform_name", "")).lower().startswith("intel(r) opencl"),
         **_vector_registers(kind, getattr(device, "preferred_vector_width", None) or {}),
     )
 
@@ -115,7 +122,8 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
     if sg is not None and sg not in offered:
         raise CompileError.at(func.loc, f"subgroup_size({sg}) is not supported by the device "
                               f"(supported: {', '.join(map(str, offered))})")
-    wg = func.work_group_size or _default_wg(target, sg)
+    simd = across_work_items(func, target)
+    wg = func.work_group_size or ((SIMD_WORK_ITEMS, 1) if simd else _default_wg(target, sg))
     if wg[0] < 1 or wg[1] < 1 or wg[0] * wg[1] > target.max_work_group_size:
         raise CompileError.at(func.loc, f"work_group_size({wg[0]}, {wg[1]}) exceeds the "
                               f"device's maximum of {target.max_work_group_size} work-items")
@@ -130,9 +138,24 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
     stage = target.stage_transposed
     if stage is None:
         stage = next((s for name, s in target.staged_kernels if name == func.name), None)
-    return KernelPlan(wg, sg, native, blocked=target.kind == "cpu",
+    return KernelPlan(wg, sg, native, blocked=target.kind == "cpu" and not simd,
                       vector_bytes=target.vector_bytes, registers=target.registers,
                       register_block=tuned, stage=stage)
+
+
+SIMD_WORK_ITEMS = 16
+"""Work-items per group where the compiler vectorises across them (Intel's CPU runtime,
+AVX-512): elementwise_chain's kernel 2.7 ms (1 work-item) -> 0.4-0.5 (16), 0.6 (32),
+2.7 (64); the kernels get a native 16-lane subgroup."""
+
+
+def across_work_items(func: Function, target: Target) -> bool:
+    """Whether ``func`` gets the plan of a compiler that vectorises across work-items:
+    on such a target, a kernel without collectives.  Kernels with a gemm/BLAS collective
+    keep the CPU plan: Intel's compiler (2026.2) miscompiled a later kernel of the same
+    program (a softmax's row loop left 30,720 of 32,768 outputs unwritten) after a gemm
+    helper interleaved across 16 work-items; built alone, or first, both were right."""
+    return target.simd_across_work_items and not any(i.op.blas for i in func.walk())
 
 
 def _implicit_subgroup_size(target: Target, wg: tuple[int, int]) -> tuple[int, bool]:
