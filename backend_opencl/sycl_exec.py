@@ -161,8 +161,7 @@ class SyclExecutable:
                 raise LaunchError(f"@{self.name}: argument {i} is USM memory of "
                                   f"{value.nbytes} bytes; the {'x'.join(map(str, shape))} "
                                   f"{dtype.name} array it stands for needs {need}")
-            strides = tuple(int(s) for s in np.empty(shape, dtype).strides) if need else \
-                (0,) * len(shape)
+            strides = sycl.row_major_strides(shape, dtype.itemsize)
             arr = sycl.UsmArray(value, shape, strides, self.arg_dtypes[i], False, True)
         else:
             arr = sycl.usm_array(value)

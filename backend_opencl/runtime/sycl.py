@@ -247,15 +247,19 @@ def usm_array(obj: Any) -> UsmArray:
     raw = is_memory(obj)
     dtype = np.dtype(info.get("typestr", "|u1"))
     shape = tuple(int(n) for n in info["shape"])
-    strides = info.get("strides")
-    if strides is None:  # C-contiguous, in elements
-        strides, step = [], 1
-        for n in reversed(shape):
-            strides.insert(0, step)
-            step *= max(n, 1)
+    strides = info.get("strides") or row_major_strides(shape, 1)  # None: C-contiguous
     memory = obj if raw else dpctl.memory.as_usm_memory(obj)
     return UsmArray(memory, shape, tuple(int(s) * dtype.itemsize for s in strides), dtype,
                     bool(info["data"][1]) and not raw, raw)
+
+
+def row_major_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-contiguous array of ``shape``, in units of ``itemsize``."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step *= max(int(n), 1)
+    return tuple(strides)
 
 
 def alloc(device: SyclDevice, nbytes: int) -> Any:
