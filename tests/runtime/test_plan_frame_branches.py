@@ -153,3 +153,35 @@ def test_concurrent_calls_in_different_branches(monkeypatch) -> None:
         t.join()
     if errors:
         raise errors[0]
+
+
+def test_the_gate_opens_before_a_predicate_read_and_after_the_enqueues(monkeypatch) -> None:
+    """On CPU devices a call's commands wait behind a gate: it is open whenever the frame
+    reads a predicate and when the call returns; ``TLC_GATE=0`` turns it off."""
+    exe = _fresh(CASE)
+    args = _case_inputs(1)
+    _check_case(exe(*args), args)
+    if not plan_frame.Frame(exe, exe._frames.layout).gated:
+        pytest.skip("no gate on this device")
+    reads: list[object] = []
+    real = plan_frame.Frame.scalar
+
+    def scalar(self: plan_frame.Frame, bid: int) -> object:
+        value = real(self, bid)
+        reads.append(self.gate)
+        return value
+
+    closed: list[object] = []
+    real_close = plan_frame.Frame._close
+
+    def close(self: plan_frame.Frame) -> None:
+        real_close(self)
+        closed.append(self.gate)
+
+    monkeypatch.setattr(plan_frame.Frame, "scalar", scalar)
+    monkeypatch.setattr(plan_frame.Frame, "_close", close)
+    _check_case(exe(*args), args)
+    assert reads == [None]
+    assert len(closed) == 2 and all(g is not None for g in closed)  # the call, the branch
+    monkeypatch.setenv(plan_frame.GATE_ENV, "0")
+    assert not plan_frame.Frame(exe, exe._frames.layout).gated
