@@ -227,27 +227,44 @@ def _expm1_double(unit: Unit) -> str:
 """)
 
 
+_LOG_TAIL = """    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double p = z * SERIES;
+    return (double)e * 0.6931471805599453 + (f - s * (f - 2.0 * p));
+}
+"""
+"""``log(2^e (1 + f))`` from ``e`` and ``f`` (``1 + f`` in ``[sqrt(1/2), sqrt(2))``)."""
+
+
 def _log_pos(unit: Unit) -> str:
-    """``log u`` in double for a positive finite normal ``u``."""
-    series = _taylor(list(_ATANH), "z")
-    return unit.helper("log_pos", _INLINE + f"""double @NAME@(double u) {{
+    """``log u`` in double for a positive finite normal double ``u`` (``log1p``'s
+    ``1 + x``)."""
+    tail = _LOG_TAIL.replace("SERIES", _taylor(list(_ATANH), "z"))
+    return unit.helper("log_pos", _INLINE + """double @NAME@(double u) {
     const ulong bits = as_ulong(u);
     const uint h = (uint)(bits >> 32) + (0x3ff00000u - 0x3fe6a09eu);
     const int e = (int)(h >> 20) - 1023;
     const uint mh = (h & 0x000fffffu) + 0x3fe6a09eu;
     const double f = as_double(((ulong)mh << 32) | (bits & 0xffffffffUL)) - 1.0;
-    const double s = f / (2.0 + f);
-    const double z = s * s;
-    const double p = z * {series};
-    return (double)e * 0.6931471805599453 + (f - s * (f - 2.0 * p));
-}}
-""")
+""" + tail)
+
+
+def _log_float(unit: Unit) -> str:
+    """``log x`` in double for a positive finite float ``x`` (subnormals scaled by 2^23):
+    the exponent and significand split on the float's 32-bit pattern (vector lanes twice
+    as wide as the double's; ``log`` 10% faster)."""
+    tail = _LOG_TAIL.replace("SERIES", _taylor(list(_ATANH), "z"))
+    return unit.helper("log_float", _INLINE + """double @NAME@(float x) {
+    const int sub = x < 0x1p-126f;
+    const uint xi = as_uint(sub ? x * 0x1p23f : x) - 0x3f3504f3u;
+    const int e = ((int)xi >> 23) - (sub ? 23 : 0);
+    const double f = (double)as_float((xi & 0x7fffffu) + 0x3f3504f3u) - 1.0;
+""" + tail)
 
 
 def _log(unit: Unit) -> str:
-    core = _log_pos(unit)
     return f"""float @NAME@(float x) {{
-    const float r = (float){core}((double)x);
+    const float r = (float){_log_float(unit)}(x);
     const float edge = x == 0 ? -INFINITY : (x < 0 ? NAN : x);
     return ((x > 0) & (x < INFINITY)) ? r : edge;
 }}
@@ -306,7 +323,7 @@ def _pow(unit: Unit) -> str:
     not compute) and the other special cases of C99 Annex F by float selects."""
     return f"""float @NAME@(float x, float y) {{
     const float ax = fabs(x), ay = fabs(y);
-    float r = (float){_exp_double(unit)}((double)y * {_log_pos(unit)}((double)ax));
+    float r = (float){_exp_double(unit)}((double)y * {_log_float(unit)}(ax));
     const int integral = (ay >= 0x1p23f) | (ay == (float)(int)(ay < 0x1p23f ? ay : 0.0f));
     const int odd = integral & (ay < 0x1p24f) & ((int)y & 1);
     r = ((ax == 0) | (ax == INFINITY)) ? (((ax == 0) == (y > 0)) ? 0.0f : INFINITY) : r;
