@@ -67,8 +67,10 @@ def candidates(plan: KernelPlan, elem: ScalarType, m: str, n: str) -> list[tuple
     m_max = _ceil_div(int(m), plan.work_group_size[0]) if is_literal(m) else None
     n_max = _ceil_div(int(n), plan.work_group_size[1]) if is_literal(n) else None
     rms = {v * i for i in range(1, 9)} | ({pow2_at_least(m_max)} if m_max else set())
-    if m_max and m_max < v and plan.registers >= WIDE_REGISTERS:
-        rms.add(m_max)  # all the rows in one block of narrower vectors (10 x 4: 1.7x 16 x 8)
+    if plan.registers >= WIDE_REGISTERS:  # blocks of half-width vectors too (56 x 3 f32)
+        rms |= {v // 2 * i for i in range(1, 17)} if v >= 4 else set()
+        if m_max and m_max < v:
+            rms.add(m_max)  # all the rows in one block of narrower vectors (10 x 4 f32)
     out = []
     for rm in sorted(rms):
         if m_max is not None and rm > max(v, _ceil_div(m_max, v) * v):

@@ -33,6 +33,8 @@ CASES = [
     Case("f32", "n", "n", 10, 37, 40),               # fewer rows than one vector: 10 x 4
     Case("f32", "n", "t", 9, 11, 7, beta="zero"),
     Case("f64", "n", "n", 3, 9, 5),
+    Case("f32", "n", "n", 56, 9, 9, beta="zero"),    # half-width vectors: 56 x 3
+    Case("f64", "n", "t", 24, 10, 6, strided=True),
 ]
 
 
@@ -86,7 +88,7 @@ def _plan(target: Target) -> KernelPlan:
     ("256", "32", (16, 4), (32, 8)),
     ("64", "32", (16, 4), (32, 8)),
     ("16", "16", (16, 4), (16, 8)),
-    ("56", "9", (56, 1), (48, 3)),
+    ("56", "9", (56, 1), (56, 3)),
     ("10", "32", (8, 8), (10, 4)),
 ])
 def test_cost_model_blocks_per_register_width(m: str, n: str, avx2: tuple[int, int],
