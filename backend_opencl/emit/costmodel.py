@@ -1,12 +1,15 @@
 """Register-block sizes of a contraction from a cost model of the device.
 
-A work-item holding an ``RM x RN`` block of C keeps ``ceil(RM / lanes) * RN`` vector
-accumulators; with the ``RM / lanes`` vectors of A and one broadcast of B they must fit
+A work-item holding an ``RM x RN`` block of C keeps ``RM / w * RN`` vector accumulators
+(``w``: the register's lanes, halved until they divide RM, as ``emit/tiling.py`` writes
+them); with the ``RM / w`` vectors of A and one broadcast of B they must fit
 in the register budget.  Per k step a block costs the larger of its FMA issue time (two
 vector FMAs per cycle), the FMA latency its independent chains cannot hide (4 cycles) and
 its loads; edge blocks (rows or columns past the last full block) run scalar loops.
 The cheapest candidate over the whole ``M x N`` output wins; ties go to the smaller
-block (shorter build times).  Interleaved (GPU) plans use 4 x 4 blocks.
+block (shorter build times).  Interleaved (GPU) plans use 4 x 4 blocks.  Targets with 32
+registers (AVX-512) add a cycle of loop overhead per k step (:func:`step_overhead`) and
+also try blocks of half-width vectors and, below one vector of rows, exactly those rows.
 ``tlc tune`` measures instead of modelling.
 
 Staging (:func:`staged_operand`, :func:`stage_depth`): which transposed operand goes
