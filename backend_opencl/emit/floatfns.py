@@ -32,6 +32,7 @@ select, never a branch or a call the vectoriser cannot widen:
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from backend_opencl.emit.unit import Unit
@@ -57,6 +58,7 @@ def _two_over_pi_times(s: int) -> Fraction:
     return Fraction(_TWO_OVER_PI, 1 << (400 - s))
 
 
+@functools.cache
 def _tables() -> str:
     """``T0[e] + T1[e]`` = ``2^(e-150) 2/pi`` modulo 4 (two doubles, 106 bits) for each
     biased float exponent ``e``; ``e = 0`` (subnormals) uses ``e = 1``'s scale."""
