@@ -11,7 +11,8 @@ can do; above 1 we beat it), over a naive OpenCL kernel (one work-item per eleme
 and over ``jax.jit(jnp.matmul)`` when jax is installed.  ``--trans t.n,n.t`` benchmarks
 transposed operands too (``gemm.t.n``: A is stored K x M; the hand kernel has no
 transposed variant, so ``xhand`` is ``-`` there).  ``--driver all`` (or ``pocl,intel,pypi``)
-prints the table once per installed OpenCL driver, each measured in its own process.
+prints the table once per installed OpenCL driver, each measured in its own process, then
+a row per driver (GFLOP/s, strided / group; a driver that cannot build here says why).
 Every time is the median of repeated runs after a warm-up, all measured in the same run;
 the data is on the device before timing (buffers created once), so transfers are not
 timed.  ``np-io`` times the whole call with numpy arrays instead (``mod.strided(A, B, C,
@@ -318,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.driver:
         return drivers.run_per_driver(__file__, args.driver,
-                                      sys.argv[1:] if argv is None else argv)
+                                      sys.argv[1:] if argv is None else argv,
+                                      drivers.gemm_summary)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s] \
         or list(SHAPES)
     batches = [int(b) for b in args.batches.split(",") if b] or \

@@ -486,12 +486,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="write the measurements to FILE")
     parser.add_argument("--traceback", action="store_true", help="print tlc's tracebacks")
     parser.add_argument("--driver", default="", help="run once per OpenCL driver, each in its "
-                        "own process: device specs (pocl,intel,pypi) or 'all'")
+                        "own process: device specs (pocl,intel,pypi) or 'all'; then a row "
+                        "per driver")
     args = parser.parse_args(argv)
     if args.driver:  # benchmarks/drivers.py
         from drivers import run_per_driver
 
-        return run_per_driver(__file__, args.driver, sys.argv[1:] if argv is None else argv)
+        return run_per_driver(__file__, args.driver, sys.argv[1:] if argv is None else argv,
+                              driver_summary)
     budget, max_rounds = (0.3, 30) if args.quick else (2.0, 300)
 
     peers: list[Peer] = []
@@ -525,6 +527,34 @@ def main(argv: list[str] | None = None) -> int:
             {"about": about, "peers": names, "quick": args.quick,
              "rows": [_jsonable(row) for row in rows]}, indent=1))
     return 1 if any(row.status != "ok" for row in rows) else 0
+
+
+DRIVER_PROGRAMS = 12
+"""A driver's row lists each program's tlc time and tlc/best up to this many programs."""
+
+
+def driver_summary(lines: list[str]) -> list[tuple[str, str]]:
+    """A driver's row (``--driver``) from one run's printed table and summary: the
+    geometric means, the worst program, failures and, for a few programs, each one's tlc
+    time and tlc/best."""
+    cells = []
+    for text in lines:
+        if text.startswith("- geometric mean "):
+            label, _, rest = text[len("- geometric mean "):].partition(": **")
+            value, _, count = rest.partition("** over ")
+            label = "target set tlc/best" if "target set" in label else label
+            cells.append((f"{label} (geomean)", f"{value} ({count.split()[0]})"))
+        elif text.startswith("- worst: "):
+            cells.append(("worst", text[len("- worst: "):]))
+        elif "tlc failures**" in text:
+            cells.append(("failures", text.split("**: ")[-1]))
+    table = [t.strip("|").split("|") for t in lines if t.startswith("| ")]
+    if table and len(table) - 1 <= DRIVER_PROGRAMS:
+        head = [c.strip() for c in table[0]]
+        for row in table[1:]:
+            col = dict(zip(head, (c.strip() for c in row), strict=False))
+            cells.append((col["program"], f"{col['tlc ms']} ms, {col['tlc/best']}x"))
+    return cells
 
 
 def _jsonable(row: Row) -> dict[str, Any]:
