@@ -34,32 +34,77 @@ def _dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
             list(get("rhs_contracting_dimensions", [])))
 
 
-def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str) -> int:
-    """A buffer holding ``v`` transposed to ``order`` and converted to ``dtype``."""
+def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str,
+              copies: list[Copy] | None = None) -> int:
+    """A buffer holding ``v`` transposed to ``order`` and converted to ``dtype``; the copy
+    is made now, or appended to ``copies`` for :func:`copy_layouts`."""
     buf = lw.buffer_of(v)
     if buf is not None and order == sorted(order) and types.elem(v) == dtype:
         return buf
     shape = types.shape(v)
-    out_shape = [shape[d] for d in order]
-    n = prod(out_shape)
-    out = lw.new_buffer(dtype, out_shape)
-    with lw.kernel("layout") as (k, f):
-        with k.elements_nd(out_shape) as idx:
-            src: list[IndexExpr] = [0] * len(shape)
-            for pos, d in enumerate(order):
-                src[d] = idx[pos]
-            x = k.cast(f.value(v, src), types.elem(v), dtype)
-            k.store(x, out, dtype, n, k.linear(idx, out_shape))
-    lw.launch_last(groups_nd(out_shape) if n else 0)
-    return out
+    copy = Copy(v, order, dtype, lw.new_buffer(dtype, [shape[d] for d in order]))
+    if copies is None:
+        copy_layouts(lw, [copy])
+    else:
+        copies.append(copy)
+    return copy.out
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A layout copy of :func:`canonical`: ``v`` transposed to ``order`` into ``out``."""
+
+    v: Value
+    order: list[int]
+    dtype: str
+    out: int
+
+    @property
+    def shape(self) -> list[int]:
+        """The copy's shape (``v``'s dimensions in ``order``)."""
+        return [types.shape(self.v)[d] for d in self.order]
+
+
+def copy_layouts(lw: FuncLowering, copies: list[Copy]) -> None:
+    """The ``copies``: one kernel for all of them when they take the same number of
+    work-groups (the two operands of a bf16 gemm: one launch fewer), else one each."""
+    groups = {groups_nd(c.shape) for c in copies}
+    runs = [copies] if len(groups) == 1 and min(groups) else [[c] for c in copies]
+    for run in runs:
+        with lw.kernel("layout") as (k, f):
+            for c in run:
+                _copy_loop(k, f, c)
+        lw.launch_last(groups_nd(run[0].shape) if prod(run[0].shape) else 0)
+
+
+def _copy_loop(k: KernelBuilder, f: Fused, c: Copy) -> None:
+    """This work-group's block of copy ``c``."""
+    shape, out_shape = types.shape(c.v), c.shape
+    with k.elements_nd(out_shape) as idx:
+        src: list[IndexExpr] = [0] * len(shape)
+        for pos, d in enumerate(c.order):
+            src[d] = idx[pos]
+        x = k.cast(f.value(c.v, src), types.elem(c.v), c.dtype)
+        k.store(x, c.out, c.dtype, prod(out_shape), k.linear(idx, out_shape))
 
 
 FOLD_TRANSPOSES = True
 """Transposed operands read by the gemm's transposed variants (benchmarks switch it off)."""
 
 
+def operands(lw: FuncLowering, specs: list[tuple[Value, tuple[list[int], list[int], list[int]]]],
+             dtype: str) -> list[tuple[int | Strided, bool]]:
+    """:func:`operand` of each ``(value, order)``; the layout copies they need are made
+    together (:func:`copy_layouts`)."""
+    copies: list[Copy] = []
+    found = [operand(lw, v, order, dtype, copies) for v, order in specs]
+    if copies:
+        copy_layouts(lw, copies)
+    return found
+
+
 def operand(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[int]],
-            dtype: str) -> tuple[int, bool]:
+            dtype: str, copies: list[Copy] | None = None) -> tuple[int | Strided, bool]:
     """A buffer for a gemm operand whose canonical layout is ``batch + first + second``
     (dimension lists of ``v``) and whether the gemm reads it transposed: a buffer already
     laid out as ``batch + second + first`` (a transposed result, e.g. the keys of
@@ -78,7 +123,7 @@ def operand(lw: FuncLowering, v: Value, order: tuple[list[int], list[int], list[
         found = strided(lw, v, order)
         if found is not None:
             return found
-    return canonical(lw, v, order[0] + order[1] + order[2], dtype), False
+    return canonical(lw, v, order[0] + order[1] + order[2], dtype, copies), False
 
 
 @dataclass(frozen=True)
@@ -253,20 +298,19 @@ def dot_general(lw: FuncLowering, op: Op) -> None:
             zero_fill(lw, out, t, nb * m * n)
         return
     acc = _ACCUMULATE.get(t, t)
-    a, ta = operand(lw, lhs, (lb, lf, lc), acc)
-    b, tb = operand(lw, rhs, (rb, rc, rf), acc)
-    transposed = _transposed_output(lw, op, acc, (len(lb), len(lf), len(rf)))
+    ranks = (len(lb), len(lf), len(rf))
+    transposed = _transposed_output(lw, op, acc, ranks)
+    swapped = None if transposed is not None else _swapped_transpose(lw, op, ranks)
+    if swapped is not None and m >= min(n, MIN_SWAPPED_ROWS):  # (lhs rhs)^T = rhs^T lhs^T
+        (a, ta), (b, tb) = operands(lw, [(rhs, (rb, rf, rc)), (lhs, (lb, lc, lf))], acc)
+        c, tail = gemm_output(lw, swapped.result, acc)
+        gemm_kernel(lw, (a, b, c), acc, (nb, n, kk, m), tail, (ta, tb))
+        return
+    (a, ta), (b, tb) = operands(lw, [(lhs, (lb, lf, lc)), (rhs, (rb, rc, rf))], acc)
     if transposed is not None:
         view, user = transposed
         gemm_kernel(lw, (a, b, view), acc, (nb, m, kk, n), None, (ta, tb))
         lw.bind(user.result, view.buffer)
-        return
-    swapped = _swapped_transpose(lw, op, (len(lb), len(lf), len(rf)))
-    if swapped is not None and m >= min(n, MIN_SWAPPED_ROWS):  # (lhs rhs)^T = rhs^T lhs^T
-        a, ta = operand(lw, rhs, (rb, rf, rc), acc)
-        b, tb = operand(lw, lhs, (lb, lc, lf), acc)
-        c, tail = gemm_output(lw, swapped.result, acc)
-        gemm_kernel(lw, (a, b, c), acc, (nb, n, kk, m), tail, (ta, tb))
         return
     c, tail = gemm_output(lw, op.result, acc)
     gemm_kernel(lw, (a, b, c), acc, (nb, m, kk, n), tail, (ta, tb))
