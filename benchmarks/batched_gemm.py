@@ -7,7 +7,8 @@ and as a group (``group<memref<f32xMxK>>``), it prints GFLOP/s, the percentage o
 device's FMA peak and of its copy bandwidth (both measured here by OpenCL kernels), GB/s,
 and the speed-up over ``numpy.matmul`` on the stacked arrays, over a hand-written
 register-blocked OpenCL kernel (``xhand``, :mod:`hand_gemm`: the reference of what PoCL
-can do; above 1 we beat it), over a naive OpenCL kernel (one work-item per element of C)
+can do, with 512-bit vectors where the device prefers 16 float lanes; above 1 we beat
+it), over a naive OpenCL kernel (one work-item per element of C)
 and over ``jax.jit(jnp.matmul)`` when jax is installed.  ``--trans t.n,n.t`` benchmarks
 transposed operands too (``gemm.t.n``: A is stored K x M; the hand kernel has no
 transposed variant, so ``xhand`` is ``-`` there).  ``--driver all`` (or ``pocl,intel,pypi``)
@@ -208,7 +209,9 @@ class Bench:
         """The hand-written register-blocked kernel (:mod:`hand_gemm`; ``gemm.n.n`` only)."""
         if self.trans != "n.n":
             return None
-        kernel = cl.Kernel(build_program(self.device, hand_source(self.t, *self.shape)), "hand")
+        lanes = getattr(self.device, "preferred_vector_width", {}).get("float", 8)
+        source = hand_source(self.t, *self.shape, wide=lanes >= 16)
+        kernel = cl.Kernel(build_program(self.device, source), "hand")
         buffers = self._buffers()
         kernel.set_args(*buffers)
         queue = self.device.queue  # type: ignore[attr-defined]

@@ -10,6 +10,9 @@ independent ``a*b+acc`` chains (contracted to vector FMAs).  Rows and columns pa
 last full block get blocks of single vectors, then scalar rows, and narrower column
 blocks: every size is exact, nothing out of bounds.
 
+On devices with 512-bit vectors (``wide``: PoCL on AVX-512 prefers 16 float lanes) the
+vectors are ``float16``/``double8`` and the blocks 32 x 8 / 16 x 8, as tlc's own there.
+
 Measured on the 2-core AVX2 EPYC VM (Debian PoCL 3.1, 32^3 f32, data in cache): 16x4
 blocks (``VR=2, V=8, RN=4``, or one ``float16`` by 4) and 32x2 reach 70-80 GFLOP/s of the
 ~86 peak; 8x8 and 32x4 run out of the 16 registers (~45).  At batch 10,000 (data from
@@ -54,9 +57,12 @@ def _block(c: str, v: int, vr: int, rn: int, m: int, k: int) -> list[str]:
     return out
 
 
-def hand_source(t: str, m: int, k: int, n: int, vr: int = 2, rn: int = 4) -> str:
-    """OpenCL C of kernel ``hand(A, B, C)`` for one (M, K, N) shape and type ``t``."""
-    c, v = CTYPES[t], VECTOR[t]
+def hand_source(t: str, m: int, k: int, n: int, vr: int = 2, rn: int = 4,
+                wide: bool = False) -> str:
+    """OpenCL C of kernel ``hand(A, B, C)`` for one (M, K, N) shape and type ``t``
+    (``wide``: 512-bit vectors, ``rn`` 8)."""
+    c, v = CTYPES[t], VECTOR[t] * (2 if wide else 1)
+    rn = 8 if wide else rn
     lines = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if t == "f64" else []
     lines += [f"kernel __attribute__((reqd_work_group_size(1, 1, 1))) void hand(global const "
               f"{c}* restrict A, global const {c}* restrict B, global {c}* restrict C) {{",
