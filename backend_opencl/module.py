@@ -101,28 +101,12 @@ class Group:
     offset: int = 0
 
 
-class Module:
-    """The kernels of one compiled program, callable by name."""
+class KernelTable:
+    """Kernels by name, callable as attributes (``module.name(...)``): what the OpenCL
+    :class:`Module` and the SYCL module (:mod:`backend_opencl.sycl_module`) share."""
 
-    def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
-                 device: Any, written: dict[str, frozenset[int]] | None = None,
-                 checks: dict[str, tuple[Any, ...]] | None = None) -> None:
-        self.source = emitted.source
-        self.device = device
-        names = tuple(info.c_name for info in emitted.kernels.values())
-        self._program = build.build_program(device, emitted.source, (), names)
-        if written is None:
-            from tensorlang.passes.effects import written_arguments
-
-            assert program is not None
-            written = {name: frozenset(written_arguments(program.function(name)))
-                       for name in emitted.kernels}
-        self.kernels = {
-            name: Kernel(info, self._program, device, written[name],
-                         checks.get(name, ()) if checks is not None
-                         else getattr(info, "checks", ()))
-            for name, info in emitted.kernels.items()
-        }
+    source: str
+    kernels: dict[str, Any]
 
     def stored(self) -> tuple[StoredProgram, dict[str, frozenset[int]]] | None:
         """What a disk cache keeps of this module (None with bounds guards, whose
@@ -133,12 +117,7 @@ class Module:
         return StoredProgram(self.source, kernels), {n: k.written
                                                       for n, k in self.kernels.items()}
 
-    @property
-    def program(self) -> Any:
-        """The built OpenCL program (the plan executor prepares its launches from it)."""
-        return self._program
-
-    def __getattr__(self, name: str) -> Kernel:
+    def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
@@ -146,6 +125,44 @@ class Module:
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.kernels))
+
+
+def written_by_kernel(emitted: EmittedProgram | StoredProgram, program: Program | None,
+                      written: dict[str, frozenset[int]] | None
+                      ) -> dict[str, frozenset[int]]:
+    """The arguments each kernel writes: ``written`` when a disk cache kept them, else
+    from the kernels' IR in ``program``."""
+    if written is not None:
+        return written
+    from tensorlang.passes.effects import written_arguments
+
+    assert program is not None
+    return {name: frozenset(written_arguments(program.function(name)))
+            for name in emitted.kernels}
+
+
+class Module(KernelTable):
+    """The kernels of one compiled program, callable by name."""
+
+    def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
+                 device: Any, written: dict[str, frozenset[int]] | None = None,
+                 checks: dict[str, tuple[Any, ...]] | None = None) -> None:
+        self.source = emitted.source
+        self.device = device
+        names = tuple(info.c_name for info in emitted.kernels.values())
+        self._program = build.build_program(device, emitted.source, (), names)
+        written = written_by_kernel(emitted, program, written)
+        self.kernels = {
+            name: Kernel(info, self._program, device, written[name],
+                         checks.get(name, ()) if checks is not None
+                         else getattr(info, "checks", ()))
+            for name, info in emitted.kernels.items()
+        }
+
+    @property
+    def program(self) -> Any:
+        """The built OpenCL program (the plan executor prepares its launches from it)."""
+        return self._program
 
 
 class Kernel:
@@ -169,18 +186,7 @@ class Kernel:
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
         """Check the arguments, run ``num_groups`` work-groups, copy results back."""
         abi = self.info.abi
-        if len(args) != len(abi):
-            raise LaunchError(f"{self.name}: expected {len(abi)} arguments "
-                              f"({', '.join('%' + a.value.name for a in abi)}), "
-                              f"got {len(args)}")
-        if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
-                or num_groups < 0:
-            raise LaunchError(f"{self.name}: num_groups must be a non-negative integer, "
-                              f"got {num_groups!r}")
-        if num_groups > self._max_groups:
-            raise LaunchError(f"{self.name}: num_groups={num_groups} exceeds the device's "
-                              f"limit of {self._max_groups} work-groups of "
-                              f"{self.info.plan.work_group_size} work-items")
+        check_call(self.name, self.info, args, num_groups, self._max_groups)
         binders = [self._check(i, a, v, int(num_groups)) for i, (a, v) in
                    enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
@@ -222,16 +228,9 @@ class Kernel:
     def _raise_violation(self, buffer: Any, record: np.ndarray) -> None:
         """Raise BoundsError for the first violation a guard recorded (none: return the
         record to the pool)."""
-        site = int(record[:1].view(np.int32)[0]) - 1  # the claim is the first int
-        if site < 0:
-            with self._lock:
-                self._records.append(buffer)
-            return
-        mode, a, b, c, group = (int(x) for x in record[1:6])
-        guard = self.info.guards[site]
-        raise BoundsError.at(guard.loc, guard.message(mode, a, b, c),
-                             note(None, f"in @{self.name}, work-group {group}; the access "
-                                  "was skipped (a load yields 0, a store is dropped)"))
+        raise_recorded_violation(self.name, self.info, record)
+        with self._lock:
+            self._records.append(buffer)
 
     # -- argument checking (no device work) ------------------------------------------------
 
@@ -254,6 +253,37 @@ class Kernel:
 
 
 Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
+
+
+def check_call(name: str, info: Any, args: tuple[Any, ...], num_groups: Any,
+               max_groups: int) -> None:
+    """LaunchError unless a kernel call passes one argument per ABI entry of ``info`` and
+    a ``num_groups`` from 0 to ``max_groups``."""
+    abi = info.abi
+    if len(args) != len(abi):
+        raise LaunchError(f"{name}: expected {len(abi)} arguments "
+                          f"({', '.join('%' + a.value.name for a in abi)}), got {len(args)}")
+    if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
+            or num_groups < 0:
+        raise LaunchError(f"{name}: num_groups must be a non-negative integer, "
+                          f"got {num_groups!r}")
+    if num_groups > max_groups:
+        raise LaunchError(f"{name}: num_groups={num_groups} exceeds the device's limit of "
+                          f"{max_groups} work-groups of {info.plan.work_group_size} "
+                          "work-items")
+
+
+def raise_recorded_violation(name: str, info: Any, record: np.ndarray) -> None:
+    """BoundsError for the first violation a bounds guard of kernel ``name`` recorded in
+    its error ``record`` (none recorded: return)."""
+    site = int(record[:1].view(np.int32)[0]) - 1  # the claim is the first int
+    if site < 0:
+        return
+    mode, a, b, c, group = (int(x) for x in record[1:6])
+    guard = info.guards[site]
+    raise BoundsError.at(guard.loc, guard.message(mode, a, b, c),
+                         note(None, f"in @{name}, work-group {group}; the access was "
+                              "skipped (a load yields 0, a store is dropped)"))
 
 
 def check_contract(kernel: Kernel, args: tuple[Any, ...], num_groups: int) -> None:

@@ -45,12 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl import plan_frame, plan_loops
+from backend_opencl import plan_frame, plan_steps
 from backend_opencl.module import NUMPY_DTYPES, max_allocation
 from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
-from tensorlang.ir.types import MemRefType
-from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step, While, step_buffers
+from tensorlang.plan import Copy, Launch, Plan, Step
 
 POISON = os.environ.get("TLC_POISON") == "1"
 """Fill every new buffer with 0xFF bytes (tests; ``TLC_POISON=1``)."""
@@ -134,7 +133,7 @@ class Executable:
         with self._lock:
             if self._steps is None:
                 self._check_sizes()
-                self._written = _written(self.plan.steps, self.module)
+                self._written = plan_steps.written_buffers(self.plan.steps, self.module)
                 resolver = _Resolver(self)
                 self._frames = self._prepared_frames(resolver)
                 self._steps = () if self._frames else resolver.steps(self.plan.steps)
@@ -331,18 +330,10 @@ class _Resolver:
             return self.launch(step)
         if isinstance(step, Copy):
             src, dst, device = step.src, step.dst, self.exe.device
-            return lambda run: run.enqueued(buffers.copy(device, run.get(dst), run.get(src)))
-        if isinstance(step, Free):
-            bids = step.buffers
-            return lambda run: run.free(bids)
-        if isinstance(step, While):
-            body = self.steps(step.body)
-            loop = _while(self.steps(step.cond), step.pred, body)
-            return loop if step.trips is None else plan_loops.counted(step.trips, body, loop)
-        if isinstance(step, If):
-            return _if(step.pred, self.steps(step.then), self.steps(step.otherwise))
-        assert isinstance(step, Case), step
-        return _case(step.index, tuple(self.steps(b) for b in step.branches))
+            return lambda run: buffers.copy(device, run.get(dst), run.get(src))
+        control = plan_steps.control_step(step, self.step)
+        assert control is not None, step
+        return control
 
     def launch(self, step: Launch) -> StepFn:
         """A launch: bound directly when every argument is a plain buffer, else checked."""
@@ -361,36 +352,9 @@ class _Resolver:
     def direct_launch(self, step: Launch) -> bool:
         """True when the launch's kernel takes exactly its buffers as flat memrefs of their
         dtype and size (one pointer parameter each) and has no bounds guards."""
-        info, args = self.exe.module.kernels[step.kernel].info, step.args
-        if info.guards or len(info.abi) != len(args):
-            return False
-        for arg, bid in zip(info.abi, args, strict=True):
-            t, b = arg.type, self.exe.plan.buffer(bid)
-            if not isinstance(t, MemRefType) or len(arg.params) != 1 or t.order != 1 \
-                    or t.shape[0] != max(b.size, 1) \
-                    or np.dtype(NUMPY_DTYPES[t.element.name]) != self.exe._storage[bid]:
-                return False
-        return True
-
-
-def _while(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) -> StepFn:
-    def run_while(run: _Run) -> None:
-        run.steps(cond)
-        while run.scalar(pred):
-            run.steps(body)
-            run.steps(cond)
-    return run_while
-
-
-def _if(pred: int, then: tuple[StepFn, ...], otherwise: tuple[StepFn, ...]) -> StepFn:
-    return lambda run: run.steps(then if run.scalar(pred) else otherwise)
-
-
-def _case(index: int, branches: tuple[tuple[StepFn, ...], ...]) -> StepFn:
-    def run_case(run: _Run) -> None:
-        i = int(run.scalar(index))
-        run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
-    return run_case
+        exe = self.exe
+        return plan_steps.takes_flat_buffers(exe.module.kernels[step.kernel].info, step.args,
+                                             exe.plan, exe._storage)
 
 
 class _Run:
@@ -454,25 +418,3 @@ class _Run:
             if arr is not None and bid not in self.borrowed:
                 b = self.exe.plan.buffers[bid]
                 self.pool.setdefault((b.dtype, b.size), []).append(arr)
-
-
-def _written(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
-    """The buffers some step writes (a kernel's written arguments, a copy's target; every
-    buffer of a step kind not known here)."""
-    out: set[int] = set()
-    for step in steps:
-        if isinstance(step, Launch):
-            written = module.kernels[step.kernel].written
-            out |= {b for i, b in enumerate(step.args) if i in written}
-        elif isinstance(step, Copy):
-            out.add(step.dst)
-        elif isinstance(step, While):
-            out |= _written(step.cond, module) | _written(step.body, module)
-        elif isinstance(step, If):
-            out |= _written(step.then, module) | _written(step.otherwise, module)
-        elif isinstance(step, Case):
-            for branch in step.branches:
-                out |= _written(branch, module)
-        elif not isinstance(step, Free):
-            out |= step_buffers(step)
-    return frozenset(out)

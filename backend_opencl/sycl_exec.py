@@ -20,13 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from backend_opencl import plan_steps
 from backend_opencl.module import NUMPY_DTYPES
-from backend_opencl.plan_loops import counted
 from backend_opencl.runtime import sycl
 from backend_opencl.sycl_module import SyclModule, compile_for_queue
 from tensorlang.diagnostics import LaunchError
-from tensorlang.ir.types import MemRefType
-from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step, While
+from tensorlang.plan import Copy, Launch, Plan, Step
 
 StepFn = Callable[["_Run"], None]
 _EXECUTABLES: dict[tuple[Any, ...], SyclExecutable] = {}
@@ -106,7 +105,7 @@ class SyclExecutable:
         self._constants: dict[int, Any] = {}
         self._pool: dict[int, list[Any]] = {}  # free USM memory by size in bytes
         self._lock = threading.Lock()
-        self._written = _written(plan.steps, module)
+        self._written = plan_steps.written_buffers(plan.steps, module)
         self._steps = tuple(self._step(s) for s in plan.steps)
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
@@ -218,20 +217,9 @@ class SyclExecutable:
             src, dst, device = step.src, step.dst, self.device
             return lambda run: sycl.copy(device, run.get(dst), run.get(src),
                                          self.nbytes[src])
-        if isinstance(step, Free):
-            return lambda run: run.free(step.buffers)
-        if isinstance(step, While):
-            cond = tuple(self._step(s) for s in step.cond)
-            body = tuple(self._step(s) for s in step.body)
-            loop = _while(cond, step.pred, body)
-            return loop if step.trips is None else counted(step.trips, body, loop)
-        if isinstance(step, If):
-            then = tuple(self._step(s) for s in step.then)
-            otherwise = tuple(self._step(s) for s in step.otherwise)
-            return lambda run: run.steps(then if run.scalar(step.pred) else otherwise)
-        assert isinstance(step, Case), step
-        branches = tuple(tuple(self._step(s) for s in b) for b in step.branches)
-        return _case(step.index, branches)
+        control = plan_steps.control_step(step, self._step)
+        assert control is not None, step
+        return control
 
     def _launch(self, step: Launch) -> StepFn:
         """A launch: its buffers passed straight when the kernel takes each as one flat
@@ -239,38 +227,11 @@ class SyclExecutable:
         assert self.module is not None
         kernel = self.module.kernels[step.kernel]
         args, groups, device = step.args, step.num_groups, self.device
-        if self._direct(kernel.info, args):
+        if plan_steps.takes_flat_buffers(kernel.info, args, self.plan, self.storage):
             wgs, sycl_kernel = kernel.info.plan.work_group_size, kernel.kernel
             return lambda run: sycl.launch(device, sycl_kernel, [run.get(b) for b in args],
                                            groups, wgs)
         return lambda run: kernel(*[run.flat(b) for b in args], num_groups=groups)
-
-    def _direct(self, info: Any, args: tuple[int, ...]) -> bool:
-        if info.guards or len(info.abi) != len(args):
-            return False
-        for arg, bid in zip(info.abi, args, strict=True):
-            t, b = arg.type, self.plan.buffer(bid)
-            if not isinstance(t, MemRefType) or len(arg.params) != 1 or t.order != 1 \
-                    or t.shape[0] != max(b.size, 1) \
-                    or np.dtype(NUMPY_DTYPES[t.element.name]) != self.storage[bid]:
-                return False
-        return True
-
-
-def _while(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) -> StepFn:
-    def run_while(run: _Run) -> None:
-        run.steps(cond)
-        while run.scalar(pred):
-            run.steps(body)
-            run.steps(cond)
-    return run_while
-
-
-def _case(index: int, branches: tuple[tuple[StepFn, ...], ...]) -> StepFn:
-    def run_case(run: _Run) -> None:
-        i = int(run.scalar(index))
-        run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
-    return run_case
 
 
 class _Run:
@@ -322,22 +283,3 @@ class _Run:
             mem = self.live.pop(bid, None)
             if mem is not None and bid not in self.borrowed:
                 self.pool.setdefault(self.exe.nbytes[bid], []).append(mem)
-
-
-def _written(steps: tuple[Step, ...], module: SyclModule | None) -> frozenset[int]:
-    """The buffers some step writes (a kernel's written arguments, a copy's target)."""
-    out: set[int] = set()
-    for step in steps:
-        if isinstance(step, Launch) and module is not None:
-            written = module.kernels[step.kernel].written
-            out |= {b for i, b in enumerate(step.args) if i in written}
-        elif isinstance(step, Copy):
-            out.add(step.dst)
-        elif isinstance(step, While):
-            out |= _written(step.cond, module) | _written(step.body, module)
-        elif isinstance(step, If):
-            out |= _written(step.then, module) | _written(step.otherwise, module)
-        elif isinstance(step, Case):
-            for branch in step.branches:
-                out |= _written(branch, module)
-    return frozenset(out)

@@ -27,17 +27,19 @@ from backend_opencl.module import (
     NUMPY_DTYPES,
     RECORD_LONGS,
     Group,
-    StoredKernel,
-    StoredProgram,
+    KernelTable,
     _dynamic_values,
     _group_members,
     array_layout,
     check_allocation,
+    check_call,
     check_contract,
     check_scalar,
+    raise_recorded_violation,
+    written_by_kernel,
 )
 from backend_opencl.runtime import launch, memory, sycl
-from tensorlang.diagnostics import BoundsError, LaunchError, note
+from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
 # binds an argument at launch: its kernel arguments and how to copy results back
@@ -60,7 +62,7 @@ def compile_for_queue(program: Any, queue: Any, autotune: bool = False,
     return SyclModule(emitted, prog, device, contracts)
 
 
-class SyclModule:
+class SyclModule(KernelTable):
     """The kernels of one compiled program on a SYCL queue, callable by name."""
 
     def __init__(self, emitted: Any, program: Any, device: sycl.SyclDevice,
@@ -68,11 +70,7 @@ class SyclModule:
                  written: dict[str, frozenset[int]] | None = None) -> None:
         """``emitted``: an ``EmittedProgram`` (then ``program`` gives the written
         arguments) or a ``StoredProgram`` from a disk cache with ``written``."""
-        if written is None:
-            from tensorlang.passes.effects import written_arguments
-
-            written = {name: frozenset(written_arguments(program.function(name)))
-                       for name in emitted.kernels}
+        written = written_by_kernel(emitted, program, written)
         self.source = emitted.source
         self.device = device
         built = sycl.build(device, emitted.source,
@@ -82,23 +80,6 @@ class SyclModule:
                              (checks or {}).get(name, getattr(info, "checks", ())))
             for name, info in emitted.kernels.items()
         }
-
-    def stored(self) -> tuple[StoredProgram, dict[str, frozenset[int]]] | None:
-        """What a disk cache keeps (as :meth:`backend_opencl.module.Module.stored`)."""
-        if any(k.info.guards for k in self.kernels.values()):
-            return None
-        kernels = {name: StoredKernel.of(k.info, k.checks) for name, k in self.kernels.items()}
-        return StoredProgram(self.source, kernels), {n: k.written
-                                                      for n, k in self.kernels.items()}
-
-    def __getattr__(self, name: str) -> SyclKernel:
-        kernels = self.__dict__.get("kernels", {})
-        if name in kernels:
-            return kernels[name]
-        raise AttributeError(f"module has no kernel {name!r} (kernels: {', '.join(kernels)})")
-
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(self.kernels))
 
 
 class SyclKernel:
@@ -118,14 +99,7 @@ class SyclKernel:
     def __call__(self, *args: Any, num_groups: int = 1) -> None:
         """Check the arguments, run ``num_groups`` work-groups, copy numpy results back."""
         abi = self.info.abi
-        if len(args) != len(abi):
-            raise LaunchError(f"{self.name}: expected {len(abi)} arguments "
-                              f"({', '.join('%' + a.value.name for a in abi)}), "
-                              f"got {len(args)}")
-        if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
-                or not 0 <= num_groups <= self._max_groups:
-            raise LaunchError(f"{self.name}: num_groups must be an integer from 0 to "
-                              f"{self._max_groups}, got {num_groups!r}")
+        check_call(self.name, self.info, args, num_groups, self._max_groups)
         checked = [self._check(i, a, v, int(num_groups))
                    for i, (a, v) in enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
@@ -156,18 +130,7 @@ class SyclKernel:
         if record is not None:
             found = np.empty(RECORD_LONGS, np.int64)
             sycl.read(record, found)
-            self._raise_violation(found)
-
-    def _raise_violation(self, record: np.ndarray) -> None:
-        """BoundsError for the first violation a bounds guard recorded (if any)."""
-        site = int(record[:1].view(np.int32)[0]) - 1
-        if site < 0:
-            return
-        mode, a, b, c, group = (int(x) for x in record[1:6])
-        guard = self.info.guards[site]
-        raise BoundsError.at(guard.loc, guard.message(mode, a, b, c),
-                             note(None, f"in @{self.name}, work-group {group}; the access "
-                                  "was skipped (a load yields 0, a store is dropped)"))
+            raise_recorded_violation(self.name, self.info, found)
 
     def _check(self, index: int, arg: ArgAbi, value: Any,
                num_groups: int) -> tuple[Any, Binder]:

@@ -1,0 +1,150 @@
+"""Host step functions shared by the plan executors: the OpenCL one
+(:mod:`backend_opencl.plan_exec`) and the SYCL one (:mod:`backend_opencl.sycl_exec`).
+
+A step function runs one plan step (:mod:`tensorlang.plan`) on a run object that each
+executor defines (:class:`Run`: its buffers for one call).  What the two executors share
+lives here: host control flow (``While``, ``If``, ``Case``; predicates read back through
+``run.scalar``), counted loops, which launches may bind their buffers straight to the
+kernel, and which buffers a plan writes.
+
+A counted ``While`` (:class:`tensorlang.plan.TripCount`) reads its start and limit once,
+when they live in buffers, computes the number of iterations and enqueues the body that
+many times without waiting; its condition is never evaluated.  When the counter would
+wrap around the loop runs as a plain ``While`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from backend_opencl.module import NUMPY_DTYPES
+from tensorlang.ir.types import MemRefType
+from tensorlang.plan import (
+    Bound,
+    Case,
+    Copy,
+    Free,
+    If,
+    Launch,
+    Plan,
+    Step,
+    TripCount,
+    While,
+    step_buffers,
+)
+
+
+class Run(Protocol):
+    """What step functions need of an executor's run."""
+
+    def steps(self, steps: tuple[StepFn, ...]) -> None:
+        """Run step functions in order."""
+
+    def scalar(self, bid: int) -> Any:
+        """The one element of buffer ``bid`` (waits for what writes it)."""
+
+    def free(self, bids: tuple[int, ...]) -> None:
+        """Return buffers to the run's pool."""
+
+
+StepFn = Callable[[Any], None]
+Resolve = Callable[[Step], StepFn]
+
+
+def control_step(step: Step, resolve: Resolve) -> StepFn | None:
+    """The step function of a ``Free``, ``While``, ``If`` or ``Case`` step, resolving the
+    steps inside with ``resolve`` (None for any other step: the executor's own)."""
+    def steps(inner: tuple[Step, ...]) -> tuple[StepFn, ...]:
+        return tuple(resolve(s) for s in inner)
+
+    if isinstance(step, Free):
+        bids = step.buffers
+        return lambda run: run.free(bids)
+    if isinstance(step, While):
+        body = steps(step.body)
+        loop = while_loop(steps(step.cond), step.pred, body)
+        return loop if step.trips is None else counted(step.trips, body, loop)
+    if isinstance(step, If):
+        then, otherwise, pred = steps(step.then), steps(step.otherwise), step.pred
+        return lambda run: run.steps(then if run.scalar(pred) else otherwise)
+    if isinstance(step, Case):
+        return case(step.index, tuple(steps(b) for b in step.branches))
+    return None
+
+
+def while_loop(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) -> StepFn:
+    """A host ``while``: the condition's steps, then the body while ``pred`` holds."""
+    def run_while(run: Run) -> None:
+        run.steps(cond)
+        while run.scalar(pred):
+            run.steps(body)
+            run.steps(cond)
+    return run_while
+
+
+def case(index: int, branches: tuple[tuple[StepFn, ...], ...]) -> StepFn:
+    """A host ``case``: the branch ``index`` names (the last one when out of range, as
+    StableHLO's ``case`` says)."""
+    def run_case(run: Run) -> None:
+        i = int(run.scalar(index))
+        run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
+    return run_case
+
+
+def counted(trips: TripCount, body: tuple[StepFn, ...], fallback: StepFn) -> StepFn:
+    """The step function of a counted loop (``fallback`` runs it as a plain while)."""
+    def run_counted(run: Run) -> None:
+        n = trips.count(_value(run, trips.start), _value(run, trips.limit))
+        if n is None:
+            fallback(run)
+            return
+        for _ in range(n):
+            for step in body:
+                step(run)
+    return run_counted
+
+
+def _value(run: Run, bound: Bound) -> int:
+    return bound.value if bound.buffer is None else int(run.scalar(bound.buffer))
+
+
+def takes_flat_buffers(info: Any, args: tuple[int, ...], plan: Plan,
+                       storage: Sequence[np.dtype]) -> bool:
+    """True when a kernel (``info``: its ABI and guards) takes exactly the plan buffers
+    ``args`` as flat memrefs of their storage dtype and size (one pointer parameter each)
+    and has no bounds guards: its launches may bind the buffers straight."""
+    if info.guards or len(info.abi) != len(args):
+        return False
+    for arg, bid in zip(info.abi, args, strict=True):
+        t, b = arg.type, plan.buffer(bid)
+        if not isinstance(t, MemRefType) or len(arg.params) != 1 or t.order != 1 \
+                or t.shape[0] != max(b.size, 1) \
+                or np.dtype(NUMPY_DTYPES[t.element.name]) != storage[bid]:
+            return False
+    return True
+
+
+def written_buffers(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
+    """The buffers some step writes: a kernel's written arguments (``module``'s kernels
+    know them; None: a plan without kernels), a copy's target, and every buffer of a step
+    kind not known here."""
+    out: set[int] = set()
+    for step in steps:
+        if isinstance(step, Launch):
+            written = module.kernels[step.kernel].written
+            out |= {b for i, b in enumerate(step.args) if i in written}
+        elif isinstance(step, Copy):
+            out.add(step.dst)
+        elif isinstance(step, While):
+            out |= written_buffers(step.cond, module) | written_buffers(step.body, module)
+        elif isinstance(step, If):
+            out |= written_buffers(step.then, module) | written_buffers(step.otherwise, module)
+        elif isinstance(step, Case):
+            for branch in step.branches:
+                out |= written_buffers(branch, module)
+        elif not isinstance(step, Free):
+            out |= step_buffers(step)
+    return frozenset(out)
