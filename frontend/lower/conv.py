@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from math import prod
 
 from frontend.ir.core import Op
-from frontend.lower import types
+from frontend.lower import conv_rows, types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.conv_direct import all_of, direct_convolution, tap_index, window_attrs
 from frontend.lower.conv_gemm import elem_bytes, implicit_gemm, pool_planner, tile_rows
@@ -116,6 +116,10 @@ def convolution(lw: FuncLowering, op: Op) -> None:
     if (one_kernel or (n > 0 and direct)) and lw.defer_to_epilogue(op, planner):
         return
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
+    if one_kernel and direct and _rows(lw, op, acc):
+        conv_rows.shifted_gemms(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
+                                _weights(lw, op, cs, acc), cs.out_spatial)
+        return
     if one_kernel:
         implicit_gemm(lw, op, (cs.out_batch, cs.k, cs.out_per_group), acc,
                       (_patch_element(op, cs, acc), _weights(lw, op, cs, acc)), cs.out_spatial,
@@ -133,6 +137,14 @@ def convolution(lw: FuncLowering, op: Op) -> None:
         c = lw.new_buffer(acc, (cs.groups, cs.m, cs.out_per_group))
         gemm_kernel(lw, (patches, weights, c), acc, sizes)
         _unpack(lw, op, cs, c, out)
+
+
+def _rows(lw: FuncLowering, op: Op, acc: str) -> bool:
+    """Whether ``op`` takes :func:`conv_rows.shifted_gemms`: eligible, and its epilogue
+    does not end in a pooling reduce_window (that stays on the im2col tile)."""
+    plan = lw.epilogue(op.result)
+    pooled = plan is not None and plan.root.owner.name == "stablehlo.reduce_window"  # type: ignore
+    return not pooled and conv_rows.eligible(op, elem_bytes(acc))
 
 
 def _operands(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> tuple[int, int]:

@@ -93,9 +93,9 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
         patches = _pack_tile(k, f, op, (batch, sp, kk, per), element, (r0, nrows))
         n = k.imul(nrows, row)
         _gemm(k, (weights, patches), acc, (kk, o, per * row, n),
-              _global_c(k, (c, acc), (o, batch * prod(sp)), (k.imul(r0, row), n)))
+              global_columns(k, (c, acc), (o, batch * prod(sp)), (k.imul(r0, row), n)))
         if tail is not None:
-            _tail(k, f, tail, (c, acc), (batch, sp, o), (r0, nrows))
+            store_tail(k, f, tail, (c, acc), (batch, sp, o), (r0, nrows))
     lw.launch_last(tiles)
     if tail is not None:
         lw.bind(tail.root, tail.out)
@@ -148,7 +148,7 @@ def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[s
     full = types.shape(root)
     t = types.elem(op.result)
     row = sp[-1] if sp else 1
-    names, head = _foreach(k, [row, o, nrows], "s")
+    names, head = foreach_modes(k, [row, o, nrows], "s")
     with k.block(head):
         x, oo, ry = names
         b, *ys = _row_coords(k, k.iadd(r0, ry), batch, sp)
@@ -180,7 +180,7 @@ def _row_coords(k: KernelBuilder, r: IndexExpr, batch: int, sp: list[int]) -> li
     return k.delinearize(r, [batch, *sp[:-1]])
 
 
-def _foreach(k: KernelBuilder, extents: list[IndexExpr], hint: str) -> tuple[list[str], str]:
+def foreach_modes(k: KernelBuilder, extents: list[IndexExpr], hint: str) -> tuple[list[str], str]:
     """The names and header of a ``foreach_nd`` over ``[0, extents)`` (first mode fastest)."""
     names = [k.fresh(hint) for _ in extents]
     zeros = ", ".join(k.idx(0) for _ in extents)
@@ -206,7 +206,7 @@ def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], 
     fin = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
     local = f"memref<{_acc(op)}x{kk}x{per * row},local>"
     tile = k.emit(f"alloca -> {local}", "l")
-    names, head = _foreach(k, [fin, *window[::-1], row, nrows], "p")
+    names, head = foreach_modes(k, [fin, *window[::-1], row, nrows], "p")
     with k.block(head):
         fi, ws, x, ry = names[0], names[1:-2][::-1], names[-2], names[-1]
         coords = _row_coords(k, k.iadd(r0, ry), batch, sp)
@@ -222,7 +222,7 @@ def _size_text(n: IndexExpr) -> str:
     return str(n) if isinstance(n, int) else "?"
 
 
-def _global_c(k: KernelBuilder, c: tuple[int, str], sizes: tuple[int, int],
+def global_columns(k: KernelBuilder, c: tuple[int, str], sizes: tuple[int, int],
               cols: tuple[IndexExpr, IndexExpr]) -> tuple[str, str]:
     """Columns ``[m0, m0 + n)`` of the O x M column-major view of the row-major ``[M, O]``
     buffer ``c``: the view and its type."""
@@ -252,7 +252,7 @@ def _gemm(k: KernelBuilder, bufs: tuple[int, str], t: str, sizes: tuple[int, int
            f"{ptype}, {t}, {ctype}")
 
 
-def _tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
+def store_tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
           shape: tuple[int, list[int], int], rows: tuple[IndexExpr, IndexExpr]) -> None:
     """The epilogue on this tile's rows of the result: a foreach over (feature, position in
     the row, row) that binds the gemm's element and stores the root's."""
@@ -261,7 +261,7 @@ def _tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
     buf, acc = c
     full = types.shape(tail.root)
     row = sp[-1] if sp else 1
-    names, head = _foreach(k, [o, row, nrows], "e")
+    names, head = foreach_modes(k, [o, row, nrows], "e")
     with k.block(head):
         oo, x, ry = names
         coords = _row_coords(k, k.iadd(r0, ry), batch, sp)
@@ -370,7 +370,7 @@ def _pool(k: KernelBuilder, f: Fused, ops: tuple[Op, Op, Value], c: tuple[str, s
     acc = _acc(conv)
     pshape = types.shape(pool.results[0])
     block = pool.regions[0].block
-    names, head = _foreach(k, [o, sp[1] // ww, count], "q")
+    names, head = foreach_modes(k, [o, sp[1] // ww, count], "q")
     with k.block(head):
         oo, px, pr = names
         b, yp = k.delinearize(k.iadd(p0, pr), [batch, sp[0] // wh])
