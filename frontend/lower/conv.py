@@ -16,6 +16,10 @@ features per group x kernel window and ``Og`` output features per group:
   multiplies (work-groups = group x tile of result rows) and one more kernel scatters
   the result.  f16/bf16 accumulate in f32.
 
+Channels-last convolutions with stride 1 along the last spatial dimension and at least
+:data:`conv_rows.MIN_FEATURES` input features skip the patches altogether: one gemm per
+window tap over padded input rows in local memory (:mod:`conv_rows`).
+
 Contractions shorter than ``DIRECT_K``, and depthwise windows up to ``DEPTHWISE_K`` taps,
 use the direct kernel of :mod:`conv_direct`.
 """
