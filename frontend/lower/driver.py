@@ -19,6 +19,7 @@ import numpy as np
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, groups_nd
+from frontend.lower.concat_slices import compute_by_slices
 from frontend.lower.fused import (
     Epilogue,
     Fused,
@@ -97,6 +98,8 @@ class FuncLowering:
 
     def compute_into(self, v: Value, out: int) -> None:
         """Write every element of ``v`` into buffer ``out`` with a fused kernel."""
+        if compute_by_slices(self, v, out):  # a concatenation: a kernel per input
+            return
         n, shape = types.size(v), types.shape(v)
         hint = _short(v.owner) if isinstance(v.owner, Op) else "copy"
         with self.kernel(hint) as (k, f):
