@@ -160,3 +160,22 @@ def test_driver_specs_name_each_installed_cpu_driver(fake_icds: dict[str, list[i
     assert icd.driver_specs() == ["pocl", "pypi"]
     fake_icds.update(intel=[icd.Icd("", "/venv/lib/libintelocl.so", bundled=False)])
     assert icd.driver_specs() == ["pocl", "intel", "pypi"]
+
+
+def test_pocl_workers_pinned_only_when_the_process_may_use_every_cpu() -> None:
+    env: dict[str, str] = {}
+    assert icd.pin_pocl_workers(env, allowed={0, 1}, cpus=2) and env == {"POCL_AFFINITY": "1"}
+    env = {}
+    assert not icd.pin_pocl_workers(env, allowed={1}, cpus=2) and env == {}  # a cpuset
+    env = {"POCL_AFFINITY": "0"}
+    assert not icd.pin_pocl_workers(env, allowed={0, 1}, cpus=2)
+    assert env == {"POCL_AFFINITY": "0"}  # the user's choice stands
+
+
+def test_pinning_is_for_pocls_start_only() -> None:
+    """prepare_loader sets the variable for the first platform query; restore_env puts
+    the environment back as it was."""
+    before = os.environ.get("POCL_AFFINITY")
+    _, old = icd.prepare_loader(False)
+    icd.restore_env(old)
+    assert os.environ.get("POCL_AFFINITY") == before
