@@ -645,6 +645,13 @@ def _member_layout(member: Any, t: GroupType, where: str, k: int,
     if not isinstance(member, np.ndarray) and not memory.is_device_array(member):
         raise LaunchError(f"{where}: member {k} must be a numpy or pyopencl array, "
                           f"got {type(member).__name__}")
+    return member_layout(member, t, where, k, offset)
+
+
+def member_layout(member: Any, t: GroupType, where: str, k: int,
+                  offset: int) -> tuple[list[int], list[int], int]:
+    """Group member ``k``'s shape, strides and span in elements (with an ``offset``: a
+    contiguous 1-D array holding the offset and the memref's span), or LaunchError."""
     if offset == 0:
         return array_layout(member, t.memref, f"{where}, member {k}")
     if not t.memref.is_static:

@@ -35,6 +35,7 @@ from backend_opencl.module import (
     check_call,
     check_contract,
     check_scalar,
+    member_layout,
     raise_recorded_violation,
     written_by_kernel,
 )
@@ -247,7 +248,7 @@ def _group(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool, num_
     members, offset = _group_members(value, t, where, num_groups)
     arrays = [_as_array(m, t.memref, f"{where}, member {k}", writes, device, offset)
               for k, m in enumerate(members)]
-    layouts = [_member_layout(a, t, where, k, offset) for k, a in enumerate(arrays)]
+    layouts = [member_layout(a, t, where, k, offset) for k, a in enumerate(arrays)]
     for k, (_, _, span) in enumerate(layouts):
         check_allocation(span * arrays[k].dtype.itemsize, device.max_bytes,
                          f"{where}, member {k}")
@@ -278,20 +279,3 @@ def _group(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool, num_
         return [sycl.to_device(device, table)] + extra, run_backs
 
     return Group(arrays, offset), bind
-
-
-def _member_layout(member: Any, t: GroupType, where: str, k: int,
-                   offset: int) -> tuple[list[int], list[int], int]:
-    """A group member's shape, strides and span (with an offset: a contiguous 1-D array
-    holding the offset and the memref's span), or LaunchError."""
-    if offset == 0:
-        return array_layout(member, t.memref, f"{where}, member {k}")
-    if not t.memref.is_static:
-        raise LaunchError(f"{where}: groups with an offset need static memref types")
-    need = offset + memory.span_elements(t.memref.shape, t.memref.strides)  # type: ignore[arg-type]
-    flat = member.ndim == 1 and member.strides[0] == member.dtype.itemsize
-    if not flat or member.size < need or member.dtype != NUMPY_DTYPES[t.memref.element.name]:
-        raise LaunchError(f"{where}: member {k} must be a contiguous 1-D "
-                          f"{t.memref.element} array of at least {need} elements (offset "
-                          f"{offset})")
-    return [need], [1], need
