@@ -11,9 +11,9 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-import backend_opencl
 from backend_opencl import plan_exec, plan_frame
 from tensorlang.plan import Buffer, Case, Free, Launch, Plan
+from tests.runtime.test_plan_frames import _fresh, poison  # noqa: F401 (poison: a fixture)
 
 RNG = np.random.default_rng(23)
 T = "tensor<128x128xf32>"
@@ -69,18 +69,6 @@ def _case_want(i: np.ndarray, x: np.ndarray, w: np.ndarray, v: np.ndarray
 def _check_case(outs: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
     for got, want in zip(outs, _case_want(*args), strict=True):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
-
-
-@pytest.fixture(autouse=True)
-def poison(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fresh frames of poisoned buffers unless a test turns it off."""
-    monkeypatch.setattr(plan_exec, "POISON", True)
-
-
-def _fresh(text: str) -> plan_exec.Executable:
-    exe = backend_opencl.compile_stablehlo(text)
-    return plan_exec.Executable(exe.plan, exe.module, exe.device, exe.name,
-                                exe.arg_dtypes, exe.result_dtypes)
 
 
 def test_a_free_inside_a_branch_frees_no_slot() -> None:
