@@ -179,6 +179,7 @@ class Kernel:
         self._kernel = launch.get_kernel(program, info.c_name)
         self._records: list[Any] = []  # zeroed bounds-guard records, one per launch in flight
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
+        self._anywhere = memory.binds_read_only_anywhere(device)
         self._max_bytes = max_allocation(device)
         self._max_groups = launch.max_groups(device, info.plan.work_group_size)
         self._lock = threading.Lock()  # the kernel object's arguments are shared state
@@ -243,7 +244,7 @@ class Kernel:
             return lambda ctx, queue: ([scalar], None)
         if isinstance(t, MemRefType):
             return _memref_binder(value, t, arg, where, writes, self._align,
-                                  self.device.context, self._max_bytes)
+                                  self.device.context, self._max_bytes, self._anywhere)
         assert isinstance(t, GroupType)
         svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
         # a table of host addresses needs kernels in the host's address space (PoCL)
@@ -517,7 +518,8 @@ def _dynamic_values(t: MemRefType, arg: ArgAbi, shape: list[int],
 
 
 def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
-                   align: int = 0, context: Any = None, max_bytes: int = 0) -> Binder:
+                   align: int = 0, context: Any = None, max_bytes: int = 0,
+                   anywhere: bool = True) -> Binder:
     shape, strides, span = array_layout(value, t, where)
     check_allocation(span * value.dtype.itemsize, max_bytes, where)
     dims = [np.int64(v) for v in _dynamic_values(t, arg, shape, strides)]
@@ -533,7 +535,7 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
                           "read-only")
 
     def bind(ctx: Any, queue: Any) -> tuple[list[Any], Callable[[], None] | None]:
-        buf, back = memory.upload(ctx, queue, value, span, writes, align)
+        buf, back = memory.upload(ctx, queue, value, span, writes, align, anywhere)
         return [buf] + dims, back
 
     return bind

@@ -86,6 +86,7 @@ class Executable:
         self._pool: Pool = {}
         self._lock = threading.Lock()
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
+        self._anywhere = memory.binds_read_only_anywhere(device)
         self._written: frozenset[int] | None = None
         self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()
@@ -184,7 +185,8 @@ class Executable:
         storage = self._storage[bid]
         host = arg if arg.dtype is storage else arg.astype(storage, copy=False)
         if self._align and not written and host.nbytes >= IN_PLACE_BYTES \
-                and host.flags.c_contiguous and host.flags.aligned:  # any address: see top
+                and host.flags.c_contiguous and host.flags.aligned \
+                and (self._anywhere or host.ctypes.data % self._align == 0):  # see top
             run.borrow(bid, buffers.HostArray.over(self._ctx, self._queue, host.reshape(-1),
                                                    writes=False))
             return

@@ -6,13 +6,13 @@ writes it.  A group's members are packed into one SVM allocation whose member ad
 form the group's pointer table.
 
 On a CPU device whose buffers can live in host memory (:func:`host_alignment` non-zero),
-an array aligned to the device's ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` is not copied: a
-``CL_MEM_USE_HOST_PTR`` buffer over its span is the kernel's argument, and the kernel's
-writes land in the array itself.  An array the kernel only reads binds so at any
-element-aligned address (its buffer is made for this launch, so a driver that caches a
-misaligned host pointer's contents copies exactly what tlc would; PoCL 3.1 copies
-nothing).  Misaligned arrays the kernel writes are copied into an aligned host array (a
-memcpy, not an OpenCL transfer) and back.  Creating such a buffer costs about a microsecond,
+an array aligned to the device's ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (4096 bytes on other
+CPU drivers than PoCL: :data:`OTHER_CPU_ALIGN`) is not copied: a ``CL_MEM_USE_HOST_PTR``
+buffer over its span is the kernel's argument, and the kernel's writes land in the array
+itself.  On PoCL an array the kernel only reads binds so at any element-aligned address
+(PoCL 3.1 uses the pointer as it is; Intel's runtime would copy it at every launch).
+Other misaligned arrays are copied into an aligned host array (a memcpy, not an OpenCL
+transfer) and, when written, back.  Creating such a buffer costs about a microsecond,
 so nothing is cached between launches.
 """
 
@@ -40,6 +40,19 @@ kernel void tlc_probe(global float* a) { a[0] = a[1] + 1.0f; }
 """
 
 
+OTHER_CPU_ALIGN = 4096
+"""Alignment of in-place host memory on CPU drivers other than PoCL: Intel's OpenCL CPU
+runtime uses a ``USE_HOST_PTR`` buffer in place only at page-aligned addresses and copies
+it otherwise, at every launch (``elementwise_chain`` with 16-byte aligned numpy inputs:
+7-13 ms a call against 1.3 ms page-aligned)."""
+
+
+def binds_read_only_anywhere(device: Any) -> bool:
+    """Whether arrays a kernel only reads bind in place at any element-aligned address
+    (PoCL uses a misaligned host pointer as it is; other drivers copy it)."""
+    return bool(device.is_pocl)
+
+
 def host_alignment(device: Any) -> int:
     """The byte alignment at which numpy memory binds in place on ``device``, or 0 when
     arrays are copied (not a CPU, ``TLC_ZERO_COPY=0``, or host memory proved not shared).
@@ -53,8 +66,10 @@ def host_alignment(device: Any) -> int:
     if align is None:
         bits = int(getattr(device.cl_device, "mem_base_addr_align", 1024))
         align = max(bits // 8, 16)
-        if not device.is_pocl and not _probe(device, align):
-            align = 0
+        if not device.is_pocl:
+            align = max(align, OTHER_CPU_ALIGN)
+            if not _probe(device, align):
+                align = 0
         _ALIGNMENTS[device.key] = align
     return align
 
@@ -173,14 +188,14 @@ def leased_empty(nbytes: int, align: int) -> np.ndarray:
 
 
 def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,
-                  align: int) -> tuple[Any, Writeback | None]:
+                  align: int, anywhere: bool = True) -> tuple[Any, Writeback | None]:
     """A buffer over ``arr``'s span in host memory (zero-copy devices): the span itself
     when aligned, else an aligned staging copy; the writeback (run after the launch)
     copies a written staging copy back and releases it."""
     if elements == 0:
         return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16), None
     span = host_span(arr, elements)
-    if span.ctypes.data % align == 0 or not writes and span.flags.aligned:
+    if span.ctypes.data % align == 0 or anywhere and not writes and span.flags.aligned:
         return host_buffer(ctx, span, writes), None
     raw = _STAGING.take(span.nbytes, align)
     staged = raw.view(span.dtype)
@@ -216,11 +231,13 @@ def host_span(arr: np.ndarray, elements: int) -> np.ndarray:
 
 
 def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,
-           writes: bool, align: int = 0) -> tuple[Any, Writeback | None]:
+           writes: bool, align: int = 0, anywhere: bool = True
+           ) -> tuple[Any, Writeback | None]:
     """A buffer holding ``arr``'s span, and how to copy it back (None if not written);
-    with ``align`` (:func:`host_alignment`) the array's memory is bound in place."""
+    with ``align`` (:func:`host_alignment`) the array's memory is bound in place (a
+    read-only one at any address with ``anywhere``: :func:`binds_read_only_anywhere`)."""
     if align:
-        return bind_in_place(ctx, arr, elements, writes, align)
+        return bind_in_place(ctx, arr, elements, writes, align, anywhere)
     if elements == 0:
         return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16), None
     span = host_span(arr, elements)

@@ -43,7 +43,8 @@ LOOP = module(f"(%a: {BIG}) -> (tensor<i32>, {BIG})", f"""
 
 
 def _aligned(x: np.ndarray, shift: int = 0) -> np.ndarray:
-    raw = aligned_empty((x.nbytes + shift,), np.uint8, align=128)
+    align = max(128, memory.host_alignment(get_device(None)))
+    raw = aligned_empty((x.nbytes + shift,), np.uint8, align=align)
     out = raw[shift:].view(x.dtype).reshape(x.shape)
     out[...] = x
     return out

@@ -13,7 +13,7 @@ import pytest
 
 import backend_opencl
 from backend_opencl import plan_exec, plan_frame
-from backend_opencl.runtime import memory
+from backend_opencl.runtime import get_device, memory
 from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
 from tests.lowering.test_executor_io import record_in_place_bindings
 
@@ -159,14 +159,18 @@ def test_misaligned_arguments_are_bound_in_place(monkeypatch, dtype, shift) -> N
     a, b = (_at(RNG.standard_normal((n, n)).astype(dtype), shift) for _ in range(2))
     before = a.copy(), b.copy()
     np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6)
-    assert a.ctypes.data in made and b.ctypes.data in made
+    if memory.binds_read_only_anywhere(get_device()) or shift == 0:
+        assert a.ctypes.data in made and b.ctypes.data in made
+    else:  # a driver that copies misaligned host pointers at every launch: tlc copies once
+        assert a.ctypes.data not in made and b.ctypes.data not in made
     np.testing.assert_array_equal(a, before[0])
     np.testing.assert_array_equal(b, before[1])
 
 
 def _at(x: np.ndarray, shift: int) -> np.ndarray:
-    """A copy of ``x`` whose data starts ``shift`` bytes past a 128-byte boundary."""
-    raw = memory.aligned_empty(x.nbytes + shift, 128)
+    """A copy of ``x`` whose data starts ``shift`` bytes past a boundary of the device's
+    in-place alignment (at least 128 bytes)."""
+    raw = memory.aligned_empty(x.nbytes + shift, max(128, memory.host_alignment(get_device())))
     out = raw[shift:].view(x.dtype).reshape(x.shape)
     out[...] = x
     return out
