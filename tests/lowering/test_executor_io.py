@@ -5,7 +5,9 @@ modified, concurrent calls; all against numpy with poisoned buffers (conftest)."
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -161,18 +163,17 @@ def test_warm_calls_reuse_pooled_buffers(monkeypatch) -> None:
 def test_concurrent_calls() -> None:
     exe = backend_opencl.compile_stablehlo(MULTI)
     data = [(rand((N, N)), _aligned(rand((N, N))), rand((4,))) for _ in range(4)]
-    errors: list[BaseException] = []
 
     def work(args: tuple[np.ndarray, ...]) -> None:
-        try:
-            for _ in range(4):
-                _check_multi(exe(*args), *args)
-        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread)
-            errors.append(err)
+        for _ in range(4):
+            _check_multi(exe(*args), *args)
 
-    threads = [threading.Thread(target=work, args=(d,)) for d in data]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    call_concurrently(work, data)
+
+
+def call_concurrently(work: Callable[[Any], None], items: Sequence[Any]) -> None:
+    """Run ``work`` on every item at once, each in a thread of its own; re-raise the
+    first error a thread met."""
+    with ThreadPoolExecutor(len(items)) as pool:
+        for future in [pool.submit(work, item) for item in items]:
+            future.result()

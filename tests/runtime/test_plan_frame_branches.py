@@ -5,14 +5,13 @@ buffers, all against numpy."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pyopencl as cl
 import pytest
 
 from backend_opencl import plan_exec, plan_frame
 from tensorlang.plan import Buffer, Case, Free, Launch, Plan
+from tests.lowering.test_executor_io import call_concurrently
 from tests.runtime.test_plan_frames import _fresh, poison  # noqa: F401 (poison: a fixture)
 
 RNG = np.random.default_rng(23)
@@ -125,22 +124,12 @@ def test_concurrent_calls_in_different_branches(monkeypatch) -> None:
     monkeypatch.setattr(plan_exec, "POISON", False)
     exe = _fresh(CASE)
     data = [_case_inputs(i) for i in (0, 1, 2, 3)]
-    errors: list[BaseException] = []
 
     def work(args: tuple[np.ndarray, ...]) -> None:
-        try:
-            for _ in range(5):
-                _check_case(exe(*args), args)
-        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread)
-            errors.append(err)
+        for _ in range(5):
+            _check_case(exe(*args), args)
 
-    threads = [threading.Thread(target=work, args=(d,)) for d in data]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    call_concurrently(work, data)
 
 
 def test_the_gate_opens_before_a_predicate_read_and_after_the_enqueues(monkeypatch) -> None:

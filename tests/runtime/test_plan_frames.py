@@ -5,8 +5,6 @@ executor, misaligned numpy arguments are bound in place; all against numpy."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -15,7 +13,7 @@ import backend_opencl
 from backend_opencl import plan_exec, plan_frame
 from backend_opencl.runtime import get_device, memory
 from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
-from tests.lowering.test_executor_io import record_in_place_bindings
+from tests.lowering.test_executor_io import call_concurrently, record_in_place_bindings
 
 RNG = np.random.default_rng(11)
 T = "tensor<64x32xf32>"
@@ -127,22 +125,13 @@ def test_concurrent_calls_take_their_own_frames(monkeypatch) -> None:
     monkeypatch.setattr(plan_exec, "POISON", False)
     exe = _fresh(CHAIN)
     data = [_inputs() for _ in range(4)]
-    errors: list[BaseException] = []
 
     def work(args: tuple[np.ndarray, ...]) -> None:
-        try:
-            for _ in range(5):
-                _check(exe(*args), args)
-        except BaseException as err:  # noqa: BLE001 (re-raised in the main thread)
-            errors.append(err)
+        for _ in range(5):
+            _check(exe(*args), args)
 
-    threads = [threading.Thread(target=work, args=(d,)) for d in data]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
-    assert 1 <= len(exe._frames._free) <= len(threads)
+    call_concurrently(work, data)
+    assert 1 <= len(exe._frames._free) <= len(data)
 
 
 @pytest.mark.parametrize("dtype,shift", [(np.float32, 4), (np.float64, 8), (np.float32, 0)])
