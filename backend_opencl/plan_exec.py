@@ -272,9 +272,7 @@ class Executable:
         """The arguments as numpy arrays (pyopencl arrays as they are), or LaunchError
         naming the first mistake."""
         params = self._params
-        if len(arrays) != len(params):
-            raise LaunchError(f"@{self.name}: expected {len(params)} arguments, "
-                              f"got {len(arrays)}")
+        plan_steps.check_argument_count(self.name, arrays, params)
         hosts = []
         for i, (a, (_, dtype, shape)) in enumerate(zip(arrays, params, strict=True)):
             if type(a) is np.ndarray and a.dtype == dtype and a.shape == shape:
@@ -284,16 +282,7 @@ class Executable:
                 self._check_device_array(i, a)
             arr = a if isinstance(a, np.ndarray) or memory.is_device_array(a) \
                 else np.asarray(a)
-            if isinstance(arr, np.ndarray) and arr.dtype != dtype \
-                    and arr.dtype.newbyteorder("=") == dtype:
-                arr = arr.astype(dtype)  # another byte order: converted (inputs are only read)
-            if arr.dtype != dtype:
-                raise LaunchError(f"@{self.name}: argument {i} must have dtype {dtype.name}, "
-                                  f"got {arr.dtype.name}")
-            if arr.shape != shape:
-                raise LaunchError(f"@{self.name}: argument {i} must have shape {shape}, "
-                                  f"got {arr.shape}")
-            hosts.append(arr)
+            hosts.append(plan_steps.checked_array(self.name, i, arr, dtype, shape))
         return hosts
 
     def _check_device_array(self, i: int, arr: Any) -> None:

@@ -5,7 +5,7 @@ A step function runs one plan step (:mod:`tensorlang.plan`) on a run object that
 executor defines (:class:`Run`: its buffers for one call).  What the two executors share
 lives here: host control flow (``While``, ``If``, ``Case``; predicates read back through
 ``run.scalar``), counted loops, which launches may bind their buffers straight to the
-kernel, and which buffers a plan writes.
+kernel, which buffers a plan writes, and the checks of a call's arguments.
 
 A counted ``While`` (:class:`tensorlang.plan.TripCount`) reads its start and limit once,
 when they live in buffers, computes the number of iterations and enqueues the body that
@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from backend_opencl.module import NUMPY_DTYPES
+from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import MemRefType
 from tensorlang.plan import (
     Bound,
@@ -148,3 +149,26 @@ def written_buffers(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
         elif not isinstance(step, Free):
             out |= step_buffers(step)
     return frozenset(out)
+
+
+def check_argument_count(name: str, arrays: Sequence[Any], params: Sequence[Any]) -> None:
+    """LaunchError unless executable ``@name`` got one argument per parameter."""
+    if len(arrays) != len(params):
+        raise LaunchError(f"@{name}: expected {len(params)} arguments, got {len(arrays)}")
+
+
+def checked_array(name: str, i: int, arr: Any, dtype: np.dtype,
+                  shape: tuple[int, ...]) -> Any:
+    """Argument ``i`` of ``@name`` (a numpy or device array) once its dtype and shape
+    are the parameter's; a numpy array of the other byte order is converted (inputs are
+    only read).  LaunchError naming the argument otherwise."""
+    if isinstance(arr, np.ndarray) and arr.dtype != dtype \
+            and arr.dtype.newbyteorder("=") == dtype:
+        arr = arr.astype(dtype)
+    if arr.dtype != dtype:
+        raise LaunchError(f"@{name}: argument {i} must have dtype {dtype.name}, "
+                          f"got {arr.dtype.name}")
+    if tuple(arr.shape) != shape:
+        raise LaunchError(f"@{name}: argument {i} must have shape {shape}, "
+                          f"got {tuple(arr.shape)}")
+    return arr

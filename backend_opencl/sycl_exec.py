@@ -132,22 +132,12 @@ class SyclExecutable:
         """The arguments as numpy arrays or :class:`sycl.UsmArray` views, or LaunchError
         naming the first mistake."""
         params = self.plan.params
-        if len(arrays) != len(params):
-            raise LaunchError(f"@{self.name}: expected {len(params)} arguments, "
-                              f"got {len(arrays)}")
+        plan_steps.check_argument_count(self.name, arrays, params)
         out = []
         for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
             arr = self._usm_argument(i, a, bid) if sycl.is_usm(a) else np.asarray(a)
-            if isinstance(arr, np.ndarray) and arr.dtype != dtype \
-                    and arr.dtype.newbyteorder("=") == dtype:
-                arr = arr.astype(dtype)  # another byte order: converted (inputs are only read)
-            if arr.dtype != dtype:
-                raise LaunchError(f"@{self.name}: argument {i} must have dtype {dtype.name}, "
-                                  f"got {arr.dtype.name}")
-            if tuple(arr.shape) != self.plan.buffer(bid).shape:
-                raise LaunchError(f"@{self.name}: argument {i} must have shape "
-                                  f"{self.plan.buffer(bid).shape}, got {tuple(arr.shape)}")
-            out.append(arr)
+            out.append(plan_steps.checked_array(self.name, i, arr, dtype,
+                                                self.plan.buffer(bid).shape))
         return out
 
     def _usm_argument(self, i: int, value: Any, bid: int) -> sycl.UsmArray:
