@@ -145,9 +145,10 @@ def pin_pocl_workers(env: MutableMapping[str, str] | None = None,
     env = os.environ if env is None else env
     if AFFINITY_ENV in env:
         return False
-    allowed = os.sched_getaffinity(0) if allowed is None else allowed
+    if allowed is None and hasattr(os, "sched_getaffinity"):  # Linux
+        allowed = os.sched_getaffinity(0)
     cpus = os.cpu_count() if cpus is None else cpus
-    if cpus is None or allowed != set(range(cpus)):
+    if cpus is None or allowed is None or allowed != set(range(cpus)):
         return False
     env[AFFINITY_ENV] = "1"
     return True
