@@ -180,7 +180,7 @@ class Executable:
             if not written and arg.offset == 0 and arg.size:
                 run.borrow(bid, arg if arg.ndim == 1 else arg.reshape(-1))
             else:
-                buffers.copy(self.device, run.get(bid), arg)
+                run.enqueued(buffers.copy(self.device, run.get(bid), arg))
             return
         storage = self._storage[bid]
         host = arg if arg.dtype is storage else arg.astype(storage, copy=False)
@@ -197,7 +197,7 @@ class Executable:
                 profile.PROFILE.moved(to_device=host.nbytes)
             return
         run.keep.append(host)  # alive until the upload has run
-        buffers.write(target, host)
+        run.enqueued(buffers.write(target, host))
 
     def new_buffer(self, bid: int) -> Any:
         """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
@@ -321,7 +321,7 @@ class _Resolver:
             return self.launch(step)
         if isinstance(step, Copy):
             src, dst, device = step.src, step.dst, self.exe.device
-            return lambda run: buffers.copy(device, run.get(dst), run.get(src))
+            return lambda run: run.enqueued(buffers.copy(device, run.get(dst), run.get(src)))
         control = plan_steps.control_step(step, self.step)
         assert control is not None, step
         return control

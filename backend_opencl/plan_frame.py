@@ -227,6 +227,11 @@ class Frame:
         """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
         self.cur[bid] = arr
 
+    def enqueued(self, event: Any) -> None:
+        """Note ``event`` (None: nothing was enqueued) as the last command's."""
+        if event is not None:
+            self.last = event
+
     def run(self, profiling: bool) -> None:
         """Set the per-call kernel arguments (those that changed) and enqueue every step
         (no waiting)."""

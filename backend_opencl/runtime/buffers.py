@@ -81,14 +81,17 @@ def upload(device: Any, host: np.ndarray) -> Any:
     return arr
 
 
-def write(arr: Any, host: np.ndarray) -> None:
+def write(arr: Any, host: np.ndarray) -> Any:
     """Copy ``host``'s elements (row-major, ``arr``'s dtype and size) into device array
-    ``arr`` without waiting: ``host`` must stay alive until the queue has run the copy."""
+    ``arr`` without waiting: ``host`` must stay alive until the queue has run the copy.
+    Return the copy's event (None when there is nothing to copy)."""
     flat = np.ascontiguousarray(host).reshape(-1)
-    if flat.size:
-        arr.set(flat, async_=True)
-        if enabled():
-            PROFILE.moved(to_device=flat.nbytes)
+    if not flat.size:
+        return None
+    if enabled():
+        PROFILE.moved(to_device=flat.nbytes)
+    return cl.enqueue_copy(arr.queue, arr.base_data, flat, dst_offset=arr.offset,
+                           is_blocking=False)
 
 
 def download(arr: Any, n: int) -> np.ndarray:
