@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend_opencl.runtime import dispatch, icd
+from backend_opencl.runtime import dispatch, icd, stress
 from backend_opencl.runtime.errors import DeviceError
 from backend_opencl.runtime.properties import device_facts
 from backend_opencl.runtime.ranking import ENV_VAR, PYPI_SPEC, Candidate, choose
@@ -186,6 +186,7 @@ def _open_platforms(want_pypi: bool) -> tuple[Any, list[Any], icd.LoaderPlan]:
         import pyopencl as cl
     except ImportError as err:
         raise DeviceError(f"error: cannot load OpenCL (pyopencl): {err}") from None
+    stress.install(cl)  # TLC_STRESS: tests run every command late
     plan, old = icd.prepare_loader(want_pypi)
     _STATE.plan = plan
     try:
