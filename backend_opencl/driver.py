@@ -124,18 +124,27 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     return Module(emitted, prog, dev, checks=contracts)
 
 
+def tensor_language(program: Any, entry: str = "main") -> Program:
+    """The tensor-language program of ``program``: itself (text is parsed), or for a
+    StableHLO module the kernels its function ``entry`` lowers to, exactly as
+    :func:`compile_stablehlo_program` compiles them (so blocks ``tlc tune`` caches for
+    them apply there)."""
+    if not _is_stablehlo_module(program):
+        return _as_program(program)
+    from frontend.lower import lower_function
+
+    parts = program.parts or [program]
+    return _kernels_program(lower_function(_part_with(parts, entry), entry))
+
+
 def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
          check_bounds: bool = False) -> str:
-    """Text for ``tlc compile --emit kind``: ``tl`` or ``cl`` (``schedule`` comes later).
+    """Text for ``tlc compile --emit kind``: ``tl``, ``cl`` or ``schedule``.
 
-    A StableHLO module is lowered first: ``tl`` prints its kernels.
+    A StableHLO module is lowered first (:func:`tensor_language`): ``tl`` prints its
+    kernels.
     """
-    if _is_stablehlo_module(program) and kind in ("tl", "cl"):
-        from frontend.lower import lower_function
-
-        parts = program.parts or [program]
-        program = _kernels_program(lower_function(_part_with(parts, entry), entry))
-    prog = _as_program(program)
+    prog = tensor_language(program, entry)
     if kind == "tl":
         return str(prog)
     if kind == "cl":

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import re
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -370,7 +371,9 @@ def main(path: str, text: str, *, probe_dir: str | None = "probe", infeed: str |
     failed = sum(why is not None for why in outcome.values())
     write(f"{len(outcome) - failed} passed, {failed} failed")
     if outfeed:
-        np.savez(outfeed, **{f"out{i}": a for i, a in enumerate(session.outfeed)})
+        from backend_opencl.cli import save_arrays
+
+        save_arrays(outfeed, {f"out{i}": a for i, a in enumerate(session.outfeed)})
     return 1 if failed else 0
 
 
@@ -383,8 +386,11 @@ def command(args: Any, text: str) -> int:
 def _load_npz(path: str) -> list[np.ndarray]:
     try:
         data = np.load(path)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise TlcError(f"{path}: error: cannot read the infeed arrays: {err}") from None
+    if isinstance(data, np.ndarray):
+        raise TlcError(f"{path}: error: the infeed file is an .npy array, not an .npz archive "
+                       "(np.savez('in.npz', in0=a, in1=b, ...))")
     keys = sorted((k for k in data.files if re.fullmatch(r"in\d+", k)), key=lambda k: int(k[2:]))
     if not keys:
         raise TlcError(f"{path}: error: the infeed file has no arrays named in0, in1, ...")

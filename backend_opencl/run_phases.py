@@ -1,16 +1,27 @@
-"""What ``tlc run`` shows besides results: the parameter listing of a program run
-without ``--inputs``, and the pipeline's phases with their times (``-v``)."""
+"""What ``tlc run`` needs besides the compilers: the argument listing of a program run
+without ``--inputs`` (a StableHLO function's parameters, a tensor-language kernel's
+arguments), a kernel's arguments bound from ``--inputs`` and its results, and the
+pipeline's phases with their times (``-v``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from tensorlang.ir.core import Function, Program, Value
+    from tensorlang.ir.types import MemRefType
+
+Row = tuple[str, str, str]
+"""An argument listing's row: name, type, what to pass."""
 
 
 def parameters_usage(text: str, path: str, entry: str, problem: str) -> str:
@@ -25,7 +36,13 @@ def parameters_usage(text: str, path: str, entry: str, problem: str) -> str:
         raise TlcError(f"{path}: error: no function @{entry} (--entry)")
     if not func.arg_types:
         return ""
-    rows = [_parameter_row(i, func) for i in range(len(func.arg_types))]
+    return _usage(path, entry, problem,
+                  [_parameter_row(i, func) for i in range(len(func.arg_types))])
+
+
+def _usage(path: str, entry: str, problem: str, rows: Sequence[Row],
+           notes: Sequence[str] = ()) -> str:
+    """The argument listing: the problem, a row per argument, how to pass them."""
     widths = [max(len(r[k]) for r in rows) for k in range(2)]
     lines = [f"{path}: error: {problem}; @{entry} takes {len(rows)} "
              f"argument{'s' if len(rows) != 1 else ''}:"]
@@ -34,11 +51,11 @@ def parameters_usage(text: str, path: str, entry: str, problem: str) -> str:
               "comma-separated .npy files:",
               f"  tlc run {path} --inputs in.npz",
               f"  tlc run {path} --inputs {','.join(f'a{i}.npy' for i in range(min(len(rows), 3)))}"
-              f"{',...' if len(rows) > 3 else ''}"]
+              f"{',...' if len(rows) > 3 else ''}", *notes]
     return "\n".join(lines)
 
 
-def _parameter_row(i: int, func: Any) -> tuple[str, str, str]:
+def _parameter_row(i: int, func: Any) -> Row:
     """``%argI`` with jax's name (``loc("x")``) when recorded, the tensor type, and the
     numpy shape and dtype."""
     t = func.arg_types[i]
@@ -49,6 +66,109 @@ def _parameter_row(i: int, func: Any) -> tuple[str, str, str]:
     numpy = (f"shape {tuple(shape)} dtype {getattr(dtype, 'name', dtype)}"
              if shape is not None and dtype is not None else "")
     return f"%arg{i}" + (f" ({name})" if name else ""), str(t), numpy
+
+
+def entry_kernel(program: Program, entry: str | None, path: str) -> Function:
+    """The kernel ``tlc run`` runs: ``entry``, or without it the file's only function."""
+    names = ", ".join(f"@{f.name}" for f in program.functions)
+    if entry is not None:
+        found = [f for f in program.functions if f.name == entry]
+        if not found:
+            raise TlcError(f"{path}: error: no function @{entry} (--entry; the file "
+                           f"defines {names or 'none'})")
+        return found[0]
+    if len(program.functions) != 1:
+        raise TlcError(f"{path}: error: " + (
+            f"the file defines {len(program.functions)} functions ({names}); pick one with "
+            "--entry NAME" if program.functions else "the file defines no function to run"))
+    return program.functions[0]
+
+
+def kernel_usage(func: Function, path: str, problem: str) -> str:
+    """The message listing kernel ``func``'s arguments (name, type, the numpy array or
+    number to pass) and how to pass them, the arguments it writes being its results."""
+    from tensorlang.passes.effects import written_arguments
+
+    written = written_arguments(func)
+    results = ", ".join(f"%{func.args[i].name}" for i in sorted(written)) or "none"
+    notes = ["a scalar takes a number (--inputs 0.5,a1.npy,...) or a 0-d array; a group, an "
+             "array whose",
+             "first mode indexes its members; arrays are copied into the memref's layout "
+             "(column-major)",
+             f"the results are the arguments the kernel writes ({results}), named after them "
+             "(-o out.npz);",
+             "--num-groups N sets the work-groups (default: the size of the modes group_id "
+             "indexes)"]
+    rows = [_argument_row(arg, i in written) for i, arg in enumerate(func.args)]
+    return _usage(path, func.name, problem, rows, notes)
+
+
+def _argument_row(arg: Value, written: bool) -> Row:
+    """``%name``, the type, and the number or numpy shape and dtype to pass."""
+    from backend_opencl.module import NUMPY_DTYPES
+    from tensorlang.ir.types import GroupType, ScalarType, dim_str
+
+    t = arg.type
+    if isinstance(t, ScalarType):
+        return f"%{arg.name}", str(t), f"a number ({np.dtype(NUMPY_DTYPES[t.name]).name})"
+    mem = t.memref if isinstance(t, GroupType) else t
+    shape = ["members"] * isinstance(t, GroupType) + [dim_str(s) for s in mem.shape]
+    what = (f"shape ({', '.join(shape)}{',' * (len(shape) == 1)}) dtype "
+            f"{np.dtype(NUMPY_DTYPES[mem.element.name]).name}")
+    return f"%{arg.name}", str(t), what + (", written (a result)" if written else "")
+
+
+def kernel_arguments(func: Function, values: Sequence[Any]) -> list[Any]:
+    """``values`` (from ``--inputs``, one per argument of kernel ``func``) as its call's
+    arguments: numbers for scalars (from 0-d arrays), fresh copies of arrays in the
+    memref's layout, a group's members from its first mode."""
+    from tensorlang.ir.types import GroupType, ScalarType
+
+    bound: list[Any] = []
+    for arg, value in zip(func.args, values, strict=True):
+        t = arg.type
+        if isinstance(t, ScalarType):
+            bound.append(value.item() if isinstance(value, np.ndarray) and value.ndim == 0
+                         else value)
+        elif isinstance(t, GroupType):
+            if not isinstance(value, np.ndarray) or value.ndim != t.memref.order + 1:
+                raise TlcError(f"error: --inputs: %{arg.name} ({t}) takes an array of "
+                               f"{t.memref.order + 1} modes, the first indexing the group's "
+                               f"members; got {_shape_text(value)}")
+            bound.append([in_layout(member, t.memref) for member in value])
+        else:
+            bound.append(in_layout(value, t) if isinstance(value, np.ndarray) else value)
+    return bound
+
+
+def _shape_text(value: Any) -> str:
+    return f"shape {value.shape}" if isinstance(value, np.ndarray) else f"the number {value}"
+
+
+def in_layout(arr: np.ndarray, t: MemRefType) -> np.ndarray:
+    """A copy of ``arr`` in memref ``t``'s layout: its static strides, column-major
+    where they are dynamic (``arr`` unchanged when its order is not ``t``'s: the kernel's
+    argument check names that)."""
+    if arr.ndim != t.order:
+        return arr
+    strides, expected = [], 1
+    for size, declared in zip(arr.shape, t.strides, strict=True):
+        strides.append(declared if declared is not None else expected)
+        expected = max(expected, strides[-1] * size)
+    if strides == [int(np.prod(arr.shape[:m])) for m in range(arr.ndim)] or arr.size == 0:
+        return np.array(arr, order="F")
+    span = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides, strict=True))
+    out = np.lib.stride_tricks.as_strided(np.zeros(span, arr.dtype), arr.shape,
+                                          [s * arr.itemsize for s in strides])
+    out[...] = arr
+    return out
+
+
+def kernel_results(func: Function, bound: Sequence[Any],
+                   written: frozenset[int]) -> dict[str, np.ndarray]:
+    """The arguments a kernel call wrote, by name (a group's members stacked on a first
+    mode, as ``--inputs`` takes them)."""
+    return {func.args[i].name: np.array(bound[i]) for i in sorted(written)}
 
 
 class Phases:

@@ -110,6 +110,10 @@ def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float
     bound = [kernel._check(i, a, v, groups)(module.device.context, queue)
              for i, (a, v) in enumerate(zip(kernel.info.abi, args, strict=True))]
     flat = [v for values, _ in bound for v in values]
+    if kernel.info.guards:  # accesses the launch checks cannot cover record violations
+        from backend_opencl.runtime.memory import device_buffer
+
+        flat.append(device_buffer(kernel._bounds_record()))
     from backend_opencl.runtime.launch import launch
 
     times = []

@@ -6,6 +6,8 @@ import io
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import pytest
+
 from backend_opencl.cli import main
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fused_kernel.tl"
@@ -59,3 +61,48 @@ def test_work_group_size_too_large(tmp_path: Path) -> None:
     path.write_text("func @big() work_group_size(4096, 64) {\n}\n")
     code, _, err = _run("compile", str(path), "--emit", "cl")
     assert code == 1 and "exceeds the device's maximum" in err
+
+
+MLP = SAMPLE.with_name("mlp.mlir")
+
+
+def test_opt_lowers_stablehlo_first() -> None:
+    """``tlc opt FILE.mlir`` runs the passes on the kernels ``--emit tl`` prints."""
+    code, kernels, err = _run("compile", str(MLP), "--emit", "tl")
+    assert code == 0, err
+    code, out, err = _run("opt", str(MLP))
+    assert code == 0 and out == kernels, err
+    code, out, err = _run("opt", str(MLP), "-p", "dce,insert-barrier")
+    assert code == 0, err
+    assert out.startswith("func @k0_") and "stablehlo" not in out
+
+
+def test_emit_schedule_of_stablehlo() -> None:
+    code, out, err = _run("compile", str(MLP), "--emit", "schedule")
+    assert code == 0, err
+    assert "kernel @k0_" in out and "full blocks:" in out
+
+
+def test_tune_stablehlo_blocks_are_what_run_compiles(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tlc tune FILE.mlir`` caches blocks under the keys compile_stablehlo_program's
+    kernels look up."""
+    from backend_opencl import driver, tune
+
+    monkeypatch.setenv("TLC_TUNE_CACHE", str(tmp_path / "tune.json"))
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")  # the lowered program is compiled here
+    code, out, err = _run("tune", str(MLP), "--top", "1", "--groups", "2")
+    assert code == 0, err
+    tuned = {name[1:]: tuple(int(n) for n in block.split(",")[0].split("x"))
+             for name, block in (line.split(": ") for line in out.splitlines())}
+    assert len(tuned) == 3
+    targets = []
+
+    def spy(*args: object) -> object:
+        targets.append(real(*args))
+        return targets[-1]
+
+    real = tune.cached_target
+    monkeypatch.setattr(tune, "cached_target", spy)
+    driver.compile_stablehlo_program(MLP.read_text(), filename=str(tmp_path / "mlp.mlir"))
+    assert {name: (rm, rn) for name, rm, rn in targets[0].register_blocks} == tuned
