@@ -74,6 +74,8 @@ class StoredKernel:
     abi: tuple[ArgAbi, ...]
     guards: tuple[Any, ...] = field(default=())
     checks: tuple[Any, ...] = field(default=())
+    groups: Any = None
+    """``tensorlang.schedule.launch.GroupCount``: the default ``num_groups``."""
 
     @staticmethod
     def of(info: Any, checks: tuple[Any, ...] = ()) -> StoredKernel:
@@ -82,7 +84,7 @@ class StoredKernel:
         abi = tuple(ArgAbi(Value(a.value.type, a.value.name), a.name, a.params)
                     for a in info.abi)
         return StoredKernel(info.name, info.c_name, StoredPlan(info.plan.work_group_size), abi,
-                            checks=checks)
+                            checks=checks, groups=info.groups)
 
 
 @dataclass(frozen=True)
@@ -184,16 +186,18 @@ class Kernel:
         self._max_groups = launch.max_groups(device, info.plan.work_group_size)
         self._lock = threading.Lock()  # the kernel object's arguments are shared state
 
-    def __call__(self, *args: Any, num_groups: int = 1) -> None:
-        """Check the arguments, run ``num_groups`` work-groups, copy results back."""
+    def __call__(self, *args: Any, num_groups: int | None = None) -> None:
+        """Check the arguments, run ``num_groups`` work-groups (omitted: as many as the
+        arguments' group modes have entries, see :func:`default_num_groups`), copy results
+        back."""
         abi = self.info.abi
-        check_call(self.name, self.info, args, num_groups, self._max_groups)
-        binders = [self._check(i, a, v, int(num_groups)) for i, (a, v) in
+        num_groups = check_call(self.name, self.info, args, num_groups, self._max_groups)
+        binders = [self._check(i, a, v, num_groups) for i, (a, v) in
                    enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
             return
         if self.checks:
-            check_contract(self, args, int(num_groups))
+            check_contract(self, args, num_groups)
         start = time.perf_counter()
         ctx, queue = self.device.context, self.device.queue
         kernel_args: list[Any] = []
@@ -207,7 +211,7 @@ class Kernel:
         if record is not None:
             kernel_args.append(memory.device_buffer(record))
         with self._lock:
-            event = launch.launch(queue, self._kernel, kernel_args, int(num_groups),
+            event = launch.launch(queue, self._kernel, kernel_args, num_groups,
                                   self.info.plan.work_group_size)
         launch.finish(queue, event)  # the queue is in order: everything before is done
         for back in backs:
@@ -257,13 +261,16 @@ Binder = Callable[[Any, Any], tuple[list[Any], Callable[[], None] | None]]
 
 
 def check_call(name: str, info: Any, args: tuple[Any, ...], num_groups: Any,
-               max_groups: int) -> None:
-    """LaunchError unless a kernel call passes one argument per ABI entry of ``info`` and
-    a ``num_groups`` from 0 to ``max_groups``."""
+               max_groups: int) -> int:
+    """The number of work-groups of a kernel call (``num_groups``, or when that is None
+    :func:`default_num_groups`); LaunchError unless the call passes one argument per ABI
+    entry of ``info`` and the count is from 0 to ``max_groups``."""
     abi = info.abi
     if len(args) != len(abi):
         raise LaunchError(f"{name}: expected {len(abi)} arguments "
                           f"({', '.join('%' + a.value.name for a in abi)}), got {len(args)}")
+    if num_groups is None:
+        num_groups = default_num_groups(name, info, args)
     if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
             or num_groups < 0:
         raise LaunchError(f"{name}: num_groups must be a non-negative integer, "
@@ -272,6 +279,48 @@ def check_call(name: str, info: Any, args: tuple[Any, ...], num_groups: Any,
         raise LaunchError(f"{name}: num_groups={num_groups} exceeds the device's limit of "
                           f"{max_groups} work-groups of {info.plan.work_group_size} "
                           "work-items")
+    return int(num_groups)
+
+
+def default_num_groups(name: str, info: Any, args: tuple[Any, ...]) -> int:
+    """The number of work-groups of a call without ``num_groups``: the size of the
+    argument modes that ``group_id`` indexes (a group's member count), when they agree;
+    1 for a kernel that never reads ``group_id`` or ``group_size``.  LaunchError naming
+    the arguments when they disagree, or when the kernel reads the group id but no
+    argument says how many groups there are (never a partial run)."""
+    groups = getattr(info, "groups", None)
+    if groups is None or not groups.modes:
+        if groups is not None and not groups.uses_groups:
+            return 1
+        raise LaunchError(f"{name}: pass num_groups=...: the kernel reads group_id or "
+                          "group_size, and no argument mode it indexes by group_id says "
+                          "how many work-groups there are")
+    counts = [(_group_mode_name(info.abi, q), n) for q in groups.modes
+              if (n := _group_mode_size(q, args)) is not None]
+    if not counts:  # no such argument is an array: its own check raises the error
+        return 1
+    if any(n != counts[0][1] for _, n in counts):
+        listed = ", ".join(f"{where} has {n}" for where, n in counts)
+        raise LaunchError(f"{name}: num_groups omitted, and the argument modes group_id "
+                          f"indexes disagree ({listed}); pass num_groups=...")
+    return counts[0][1]
+
+
+def _group_mode_size(q: Any, args: tuple[Any, ...]) -> int | None:
+    """The size of group mode ``q`` in the call's ``args`` (None: not an array there)."""
+    value = args[q.arg]
+    if q.kind == "members":
+        members = value.arrays if isinstance(value, Group) else value
+        return len(members) if isinstance(members, (list, tuple)) else None
+    shape = getattr(value, "shape", None)
+    if not isinstance(shape, tuple) or len(shape) <= q.mode:
+        return None
+    return int(shape[q.mode])
+
+
+def _group_mode_name(abi: tuple[ArgAbi, ...], q: Any) -> str:
+    arg = f"argument {q.arg + 1} (%{abi[q.arg].value.name})"
+    return f"{arg}'s member count" if q.kind == "members" else f"{arg} mode {q.mode}"
 
 
 def raise_recorded_violation(name: str, info: Any, record: np.ndarray) -> None:

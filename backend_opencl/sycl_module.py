@@ -97,17 +97,18 @@ class SyclKernel:
         self.kernel = kernel
         self._max_groups = launch.max_groups(device.facts, info.plan.work_group_size)
 
-    def __call__(self, *args: Any, num_groups: int = 1) -> None:
-        """Check the arguments, run ``num_groups`` work-groups, copy numpy results back."""
+    def __call__(self, *args: Any, num_groups: int | None = None) -> None:
+        """Check the arguments, run ``num_groups`` work-groups (omitted: as
+        :func:`~backend_opencl.module.default_num_groups` says), copy numpy results back."""
         abi = self.info.abi
-        check_call(self.name, self.info, args, num_groups, self._max_groups)
-        checked = [self._check(i, a, v, int(num_groups))
+        num_groups = check_call(self.name, self.info, args, num_groups, self._max_groups)
+        checked = [self._check(i, a, v, num_groups)
                    for i, (a, v) in enumerate(zip(abi, args, strict=True))]
         if num_groups == 0:
             return
         if self.checks:
-            check_contract(self, tuple(view for view, _ in checked), int(num_groups))
-        self.launch([binder for _, binder in checked], int(num_groups))
+            check_contract(self, tuple(view for view, _ in checked), num_groups)
+        self.launch([binder for _, binder in checked], num_groups)
 
     def launch(self, binders: list[Binder], num_groups: int) -> None:
         """Bind, submit, wait and copy numpy results back."""

@@ -26,6 +26,7 @@ from backend_opencl.emit.target import DEFAULT_TARGET, KernelPlan, Target, choos
 from backend_opencl.emit.unit import Unit
 from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Program
+from tensorlang.schedule.launch import GroupCount, group_count
 
 __all__ = ["DEFAULT_TARGET", "EmittedProgram", "KernelInfo", "Target", "emit_program"]
 
@@ -41,6 +42,8 @@ class KernelInfo:
     local_mem_bytes: int
     guards: tuple[GuardSite, ...] = ()
     """Bounds-guard sites; when present the kernel takes the error record last."""
+    groups: GroupCount | None = None
+    """Where the number of work-groups comes from when a call omits ``num_groups``."""
 
 
 @dataclass(frozen=True)
@@ -65,5 +68,5 @@ def emit_program(program: Program, target: Target = DEFAULT_TARGET) -> EmittedPr
                                   f"of local memory; the device has {target.local_mem_size}")
         infos[func.name] = KernelInfo(func.name, kernel_c_name(func.name), plan,
                                       tuple(emitter.abi), emitter.slab_bytes(),
-                                      tuple(emitter.guard_sites))
+                                      tuple(emitter.guard_sites), group_count(func))
     return EmittedProgram(unit.source(texts), infos)

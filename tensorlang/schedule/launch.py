@@ -448,3 +448,75 @@ def _forms(bad: isl.Set, quantity: object) -> tuple[tuple[Form, ...], ...] | Non
                               c.is_equality()))
         out.append(tuple(forms))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """Where a launch's number of work-groups comes from when the caller omits it.
+
+    ``modes``: the argument modes (``size``) and group member counts (``members``) that
+    ``group_id`` indexes directly (``subview %D[:, %g]``, ``load %A[%g]``, ``load``/
+    ``store`` at ``%g``): each needs one work-group per entry, so their sizes, when they
+    agree, are the count.  ``uses_groups``: the kernel reads ``group_id`` or
+    ``group_size`` at all (without, one work-group computes everything).
+    """
+
+    modes: tuple[Quantity, ...]
+    uses_groups: bool
+
+
+def group_count(func: Function) -> GroupCount:
+    """The :class:`GroupCount` of ``func``."""
+    args = {a: i for i, a in enumerate(func.args)}
+    gids = {i.result for i in func.walk() if i.name == "group_id"}
+    uses = bool(gids) or any(i.name == "group_size" for i in func.walk())
+    modes: list[Quantity] = []
+    for inst in func.walk():
+        for value, mode in _indexed_modes(inst, gids):
+            found = _argument_mode(value, mode, args)
+            if found is not None and found not in modes:
+                modes.append(found)
+    return GroupCount(tuple(modes), uses)
+
+
+def _indexed_modes(inst: Instruction, gids: set[Value]) -> list[tuple[Value, int]]:
+    """The (operand, mode) pairs ``inst`` indexes with a ``group_id`` value (mode -1: a
+    group's member index)."""
+    if inst.name in ("load", "store"):
+        operand = inst.operand("operand")
+        if isinstance(operand.type, GroupType):
+            index = inst.operand("indices")[0]
+            return [(operand, -1)] if index in gids else []
+        return [(operand, d) for d, index in enumerate(inst.operand("indices"))
+                if index in gids]
+    if inst.name != "subview":
+        return []
+    found = []
+    dynamic = iter(inst.operand("dynamic"))
+    for d, sl in enumerate(inst.attr("slices")):
+        if sl.full:
+            continue
+        offset = next(dynamic) if sl.offset is None else None
+        if sl.size is None:
+            next(dynamic)
+        if sl.size == 0 and offset in gids:
+            found.append((inst.operand("operand"), d))
+    return found
+
+
+def _argument_mode(value: Value, mode: int, args: dict[Value, int]) -> Quantity | None:
+    """The argument mode (or member count) that mode ``mode`` of ``value`` is, through
+    chains of subviews that keep the mode whole; None when it is not one."""
+    while value not in args:
+        inst = value.owner
+        if not isinstance(inst, Instruction) or inst.name != "subview" or mode < 0:
+            return None
+        kept = [d for d, sl in enumerate(inst.attr("slices")) if sl.full or sl.size != 0]
+        d = kept[mode]
+        if not inst.attr("slices")[d].full:
+            return None
+        value, mode = inst.operand("operand"), d
+    if mode < 0:
+        return Quantity("members", args[value])
+    return Quantity("size", args[value], mode) if isinstance(value.type, MemRefType) \
+        else None
