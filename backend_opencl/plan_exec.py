@@ -196,8 +196,7 @@ class Executable:
             if profiling:
                 profile.PROFILE.moved(to_device=host.nbytes)
             return
-        run.keep.append(host)  # alive until the upload has run
-        run.enqueued(buffers.write(target, host))
+        run.transfer(buffers.write(target, host))
 
     def new_buffer(self, bid: int) -> Any:
         """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
@@ -230,15 +229,15 @@ class Executable:
         """The results, after one wait: results bound in place are already in their
         arrays, device results are read back without blocking first, and results in
         pooled host memory are copied out after the wait."""
-        queue, last, flats = self.device.queue, run.last, []
+        flats = []
         for bid, host in zip(self.plan.results, hosts, strict=True):
             arr = run.get(bid)
             pooled = host is None and isinstance(arr, buffers.HostArray)
             if host is None and not pooled:
                 host = np.empty(self.plan.buffer(bid).size, self._storage[bid])
-                last = buffers.read_async(queue, arr, host) or last
+                run.transfer(buffers.read_async(self.device.queue, arr, host))
             flats.append((arr.host, True) if pooled else (host, False))
-        launch.finish(queue, last, self._spin)
+        launch.finish(self.device.queue, run.last, self._spin)
         run.keep.clear()
         return tuple(self._result(bid, flat, copy, dtype, profiling) for bid, (flat, copy), dtype
                      in zip(self.plan.results, flats, self.result_dtypes, strict=True))
@@ -348,22 +347,15 @@ class _Resolver:
                                              exe.plan, exe._storage)
 
 
-class _Run:
+class _Run(launch.InFlight):
     """One execution: live device arrays by buffer id and the reuse pool."""
 
     def __init__(self, exe: Executable, pool: Pool) -> None:
+        super().__init__()
         self.exe = exe
         self.live: dict[int, Any] = {}
         self.pool = pool
-        self.keep: list[np.ndarray] = []  # host arrays of uploads not yet waited for
         self.borrowed: set[int] = set()  # buffers bound to the caller's or result memory
-        self.last: Any = None
-        """The event of this run's last command (None: none in flight)."""
-
-    def enqueued(self, event: Any) -> None:
-        """Note ``event`` (None: nothing was enqueued) as the last command's."""
-        if event is not None:
-            self.last = event
 
     def borrow(self, bid: int, arr: Any) -> None:
         """Make ``arr`` (a pyopencl or host array that is not the pool's) buffer ``bid``."""

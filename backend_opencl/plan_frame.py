@@ -128,11 +128,12 @@ def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
                for s in steps)
 
 
-class Frame:
+class Frame(launch.InFlight):
     """One call's buffers and prepared enqueues (see the module docstring); it stands
-    where the executor's per-call state does (``get``, ``borrow``, ``keep``)."""
+    where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
     def __init__(self, exe: Any, layout: Layout) -> None:
+        super().__init__()
         self.exe = exe
         self.layout = layout
         self.queue = exe.device.queue
@@ -144,9 +145,6 @@ class Frame:
             self.cur[bid] = exe.constant(bid)
         for bid, slot in layout.slot_of.items():
             self.cur[bid] = self.slots[slot]
-        self.keep: list[Any] = []  # host arrays of uploads not yet waited for
-        self.last: Any = None
-        """The event of this call's last command (None: none in flight)."""
         self.profiling = False
         self.gated = bool(exe.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
         """Whether enqueues wait behind a gate (CPU devices; see the module docstring)."""
@@ -227,10 +225,6 @@ class Frame:
         """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
         self.cur[bid] = arr
 
-    def enqueued(self, event: Any) -> None:
-        """Note ``event`` (None: nothing was enqueued) as the last command's."""
-        if event is not None:
-            self.last = event
 
     def run(self, profiling: bool) -> None:
         """Set the per-call kernel arguments (those that changed) and enqueue every step

@@ -121,6 +121,30 @@ class Spin:
         self.recent = time.perf_counter() - start
 
 
+class InFlight:
+    """The commands one call has in flight on an in-order queue: the event of the last
+    (what the call waits for) and the events of host transfers, kept until that wait."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        """The event of the call's last command (None: none in flight)."""
+        self.keep: list[Any] = []
+        """Events of host transfers not yet waited for: pyopencl's event of such a copy
+        waits for it when dropped, holding the GIL."""
+
+    def enqueued(self, event: Any) -> None:
+        """Note ``event`` (None: nothing was enqueued) as the last command's."""
+        if event is not None:
+            self.last = event
+
+    def transfer(self, event: Any) -> None:
+        """Note the event of a copy between host and device memory (None: nothing was
+        enqueued) as the last command's, and keep it until the call's wait."""
+        if event is not None:
+            self.keep.append(event)
+            self.last = event
+
+
 def finish(queue: Any, last: Any = None, spin: Spin | None = None) -> None:
     """Wait for everything queued: for ``last``, the event of the last command of the
     in-order ``queue``, when given (cheaper than ``clFinish`` on PoCL), polled as
