@@ -18,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from tensorlang.shared import Shared
+
 
 @dataclass(frozen=True, eq=False)
-class Source:
+class Source(Shared):
     """A named source text; diagnostics quote lines from it."""
 
     name: str
@@ -33,7 +35,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Loc:
+class Loc(Shared):
     """A 1-based source range; ``source`` (when known) lets diagnostics quote the line."""
 
     file: str

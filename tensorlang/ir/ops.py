@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tensorlang.ir.types import Dim
+from tensorlang.shared import Shared
 
 
 class Exec(Enum):
@@ -74,7 +75,7 @@ class CmpCond(Enum):
 
 
 @dataclass(frozen=True)
-class MathFn:
+class MathFn(Shared):
     """One ``math.<fn>`` function: its arity, the scalar kinds it takes and its result.
 
     ``kinds`` holds ``i1``, ``int`` (signed and unsigned integers, not i1), ``float``
@@ -113,7 +114,7 @@ MATH_FNS: dict[str, MathFn] = {fn.name: fn for fn in (
 
 
 @dataclass(frozen=True)
-class Slice:
+class Slice(Shared):
     """One mode of a subview: ``offset``, ``offset:size`` or ``:`` (the whole mode).
 
     ``size == 0`` is an index-only mode (rank reduction); ``full`` means ``:``.
@@ -137,7 +138,7 @@ class Arity(Enum):
 
 
 @dataclass(frozen=True)
-class OperandDef:
+class OperandDef(Shared):
     """A named operand slot."""
 
     name: str
@@ -145,7 +146,7 @@ class OperandDef:
 
 
 @dataclass(frozen=True)
-class RegionDef:
+class RegionDef(Shared):
     """A named region; ``optional`` regions may be absent (the else of an if)."""
 
     name: str
@@ -154,7 +155,7 @@ class RegionDef:
 
 
 @dataclass(frozen=True)
-class OpDef:
+class OpDef(Shared):
     """One instruction of the language.
 
     :arg results: the number of results, or -1 for a variable number.

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from tensorlang.shared import Shared
+
 Dim = int | None
 """A static extent, or ``DYNAMIC`` (``None``) for ``?``."""
 
@@ -31,7 +33,7 @@ class ScalarKind(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class ScalarType:
+class ScalarType(Shared):
     """A scalar type: ``i1 i8 i16 i32 i64 index f32 f64 c32 c64`` and the extensions
     ``u8 u16 u32 u64`` (unsigned integers), ``f16`` and ``bf16`` (16-bit storage floats) and
     the narrow storage floats (:attr:`is_narrow`)."""
@@ -148,7 +150,7 @@ def packed_strides(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class MemRefType:
+class MemRefType(Shared):
     """``memref<elem x s1 x ... x sn [, strided<S1,...,Sn>] [, local|global]>``."""
 
     element: ScalarType
@@ -199,7 +201,7 @@ class MemRefType:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupType:
+class GroupType(Shared):
     """``group<memref-type [, offset: o]>``: a batch of pointers to memrefs."""
 
     memref: MemRefType
@@ -213,7 +215,7 @@ class GroupType:
 
 
 @dataclass(frozen=True, slots=True)
-class VoidType:
+class VoidType(Shared):
     """``void``: the type of instructions that return nothing."""
 
     def __str__(self) -> str:
