@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
-import os
-import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -215,7 +213,7 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
     return exe
 
 
-LOWERED_VERSION = 1
+LOWERED_VERSION = 2
 """Bumped when the stored form changes."""
 _SOURCE_HASH: list[str] = []
 
@@ -236,39 +234,43 @@ def _source_hash() -> str:
 
 
 def lowered_cache_directory() -> Path | None:
-    """Where lowered programs are kept: ``$TLC_CACHE_DIR/lowered``, default
-    ``~/.cache/tlc/lowered``; None when ``TLC_CACHE_DIR=off``."""
-    from backend_opencl.runtime.build import CACHE_ENV
+    """Where lowered programs are kept: the ``lowered`` folder of
+    :mod:`backend_opencl.diskcache`; None when the disk cache is off or not safe."""
+    from backend_opencl import diskcache
 
-    configured = os.environ.get(CACHE_ENV)
-    if configured == "off":
-        return None
-    base = Path(configured) if configured else Path.home() / ".cache" / "tlc"
-    return base / "lowered"
+    return diskcache.folder(diskcache.LOWERED)
 
 
 def _lowered_cache_file(key: tuple[Any, ...]) -> Path | None:
     """The cache file of a compile (None: no disk cache, or bounds guards asked for)."""
-    folder = lowered_cache_directory()
-    if folder is None or key[-1]:  # check_bounds: diagnostics need the kernels' IR
+    from backend_opencl import diskcache
+
+    if key[-1]:  # check_bounds: diagnostics need the kernels' IR
         return None
-    tune = Path(os.environ.get("TLC_TUNE_CACHE") or Path.home() / ".cache" / "tlc" /
-                "tune.json")
-    try:
-        tuned = tune.read_bytes()
-    except OSError:
-        tuned = b""
-    digest = hashlib.sha256(repr(key).encode() + _source_hash().encode() + tuned)
+    folder = lowered_cache_directory()
+    if folder is None:
+        return None
+    digest = hashlib.sha256(repr(key).encode() + _source_hash().encode() +
+                            diskcache.tune_bytes())
     return folder / f"{digest.hexdigest()}.pickle"
+
+
+def _load_stored(path: Path) -> tuple[Any, ...] | None:
+    """(plan, stored program, written arguments, entry, argument and result dtypes) kept
+    in ``path`` by this very tlc (its sources' hash tags the entry); None: a miss."""
+    from backend_opencl import diskcache
+    from tensorlang.plan import Plan
+
+    stored = diskcache.read_pickle(path, _source_hash())
+    if isinstance(stored, tuple) and len(stored) == 6 and isinstance(stored[0], Plan):
+        return stored
+    return None
 
 
 def _load_executable(path: Path, dev: Any) -> Any:
     """The executable stored in ``path``, or None when there is none (or it is unreadable)."""
-    try:
-        with path.open("rb") as f:
-            stored = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
-            TypeError, ValueError):
+    stored = _load_stored(path)
+    if stored is None:
         return None
     from backend_opencl.module import Module
     from backend_opencl.plan_exec import Executable
@@ -279,19 +281,15 @@ def _load_executable(path: Path, dev: Any) -> Any:
 
 
 def _store_executable(path: Path, exe: Any) -> None:
-    """Write ``exe``'s plan and kernels to ``path`` (atomically; errors are ignored: the
-    cache is an optimisation)."""
+    """Write ``exe``'s plan and kernels to ``path`` (atomically, then the cache is kept
+    under its cap; errors are ignored: the cache is an optimisation)."""
+    from backend_opencl import diskcache
+
     stored = exe.module.stored() if exe.module is not None else (None, None)
     if stored is None:
         return
     payload = (exe.plan, stored[0], stored[1], exe.name, exe.arg_dtypes, exe.result_dtypes)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        tmp.replace(path)
-    except OSError:
-        pass
+    diskcache.write_pickle(path, _source_hash(), payload)
 
 
 def _part_with(parts: list[Any], entry: str) -> Any:

@@ -13,7 +13,6 @@ waiting; on an out-of-order queue each waits for its predecessor.
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -77,12 +76,12 @@ def _lowered(text: str, device: sycl.SyclDevice, filename: str, entry: str,
 
 def _load(path: Any, device: sycl.SyclDevice) -> SyclExecutable | None:
     """The executable whose lowered program ``path`` keeps (None: none or unreadable)."""
-    try:
-        with path.open("rb") as f:
-            plan, program, written, entry, arg_dtypes, result_dtypes = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
-            TypeError, ValueError):
+    from backend_opencl import driver
+
+    stored = driver._load_stored(path)
+    if stored is None:
         return None
+    plan, program, written, entry, arg_dtypes, result_dtypes = stored
     module = SyclModule(program, None, device, None, written) if program is not None else None
     return SyclExecutable(plan, module, device, entry, arg_dtypes, result_dtypes)
 

@@ -7,16 +7,15 @@ read in place and staged through local memory (the cache entry is then
 ``[RM, RN, staged]``).  Synthetic arguments are random arrays (dynamic modes get
 ``size``, the last mode of a memref of order three or more gets one entry per
 work-group); the fastest candidate is cached per device and kernel
-text in ``$TLC_TUNE_CACHE`` (default ``~/.cache/tlc/tune.json``).  ``compile`` applies
-cached winners automatically; kernels never tuned use the cost model.
+text in ``$TLC_TUNE_CACHE`` (default ``tune.json`` in tlc's cache folder,
+:mod:`backend_opencl.diskcache`).  ``compile`` applies cached winners automatically;
+kernels never tuned use the cost model.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from backend_opencl import diskcache
 from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import Target, choose_plan
 from tensorlang.ir.core import Function, Program
@@ -36,10 +36,10 @@ _CONTRACTIONS = {"gemm": "C", "gemv": "C", "ger": "C"}
 Progress = Callable[[str], None]
 
 
-def cache_path() -> Path:
-    """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``~/.cache/tlc/tune.json``."""
-    return Path(os.environ.get("TLC_TUNE_CACHE") or Path.home() / ".cache" / "tlc" /
-                "tune.json")
+def cache_path() -> Path | None:
+    """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``tune.json`` in tlc's
+    cache folder (None: ``TLC_CACHE_DIR=off`` and no ``TLC_TUNE_CACHE``)."""
+    return diskcache.tune_file()
 
 
 Choice = tuple[int, ...]
@@ -47,10 +47,19 @@ Choice = tuple[int, ...]
 
 
 def _load() -> dict[str, list[int]]:
-    try:
-        return json.loads(cache_path().read_text())
-    except (OSError, ValueError):
+    """The cached choices; what is not a choice (a damaged or foreign file) is dropped."""
+    path = cache_path()
+    found = diskcache.read_json(path) if path is not None else None
+    if not isinstance(found, dict):
         return {}
+    return {key: value for key, value in found.items() if _is_choice(value)}
+
+
+def _is_choice(value: Any) -> bool:
+    """``[RM, RN]`` or ``[RM, RN, staged]``: positive blocks, staged 0 or 1."""
+    return (isinstance(value, list) and len(value) in (2, 3)
+            and all(type(v) is int for v in value) and value[0] > 0 and value[1] > 0
+            and value[2:] in ([], [0], [1]))
 
 
 def _key(device: Any, func: Function) -> str:
@@ -139,7 +148,8 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
 
     prog, dev = _as_program(program), _device(device)
     base = target_from_device(dev)
-    cache, winners = _load(), {}
+    tuned: dict[str, list[int]] = {}
+    winners: dict[str, Choice] = {}
     for func in prog.functions:
         found = _first_contraction(func)
         if found is None:
@@ -161,10 +171,10 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
             progress(f"@{func.name}: [{k + 1}/{len(choices)}] {_describe(choice)}: "
                      f"{seconds * 1e3:.3f} ms")
         best = min(results)[1]
-        cache[_key(dev, func)] = list(best)
+        tuned[_key(dev, func)] = list(best)
         winners[func.name] = best
         progress(f"@{func.name}: best register block {_describe(best)} (cached)")
     path = cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    if path is not None:
+        diskcache.update_json(path, tuned, keep=_is_choice)
     return winners

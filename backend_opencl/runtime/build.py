@@ -3,7 +3,8 @@
 ``build_program(device, source, options)`` returns a built ``pyopencl.Program``.  A
 program is built once per process per (device, source, options). Later processes skip
 the OpenCL compiler through a disk cache: the driver's own where it has one (PoCL,
-NVIDIA: pyopencl then defers to it), otherwise pyopencl's under :func:`cache_directory`.
+NVIDIA: pyopencl then defers to it), otherwise pyopencl's under :func:`cache_directory`
+(whose entries :mod:`backend_opencl.diskcache` checks, marks used and evicts).
 When the device's compiler rejects generated code, the source is saved and
 :class:`OpenCLBuildError` names the kernels and quotes the build log.
 """
@@ -22,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pyopencl as cl
+from pyopencl.characterize import has_src_build_cache
 
+from backend_opencl import diskcache
 from backend_opencl.runtime.errors import DeviceError
 from tensorlang.diagnostics import TlcError
 
-CACHE_ENV = "TLC_CACHE_DIR"
 LOG_ENV = "TLC_BUILD_LOG"
 """Set to 1 to print the OpenCL compiler's output (warnings) of every build to stderr."""
 
@@ -50,19 +52,29 @@ _LOCK = threading.Lock()
 
 
 def cache_directory() -> str | None:
-    """Where built binaries are kept: ``$TLC_CACHE_DIR`` or ``~/.cache/tlc/opencl``.
+    """Where pyopencl keeps built binaries: the ``opencl`` folder of
+    :mod:`backend_opencl.diskcache`; None when the disk cache is off or not safe (pyopencl
+    pickles into it)."""
+    folder = diskcache.folder(diskcache.BINARIES)
+    return None if folder is None else str(folder)
 
-    ``TLC_CACHE_DIR=off`` disables the disk cache.
-    """
-    configured = os.environ.get(CACHE_ENV)
-    if configured == "off":
+
+def _binary_entry(device: Any, source: str, options: tuple[str, ...],
+                  folder: str | None) -> Path | None:
+    """pyopencl's cache entry for this build; None when it keeps none (no folder, or the
+    driver caches builds itself: PoCL, NVIDIA) or its key cannot be derived (then the
+    entry is neither checked nor marked used)."""
+    if folder is None:
         return None
-    path = Path(configured) if configured else Path.home() / ".cache" / "tlc" / "opencl"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    try:  # _process_build_options (the options pyopencl adds to the key) is private
+        if has_src_build_cache(device.cl_device):
+            return None
+        from pyopencl.cache import get_cache_key  # ~6 ms to import: only where it is used
+
+        options_bytes, _ = cl.Program._process_build_options(device.context, list(options))
+        return Path(folder) / get_cache_key(device.cl_device, options_bytes, source)
+    except (AttributeError, TypeError, cl.Error):
         return None
-    return str(path)
 
 
 def build_program(device: Any, source: str, options: tuple[str, ...] = (),
@@ -85,13 +97,17 @@ def build_program(device: Any, source: str, options: tuple[str, ...] = (),
 def _build(device: Any, source: str, options: tuple[str, ...],
            kernel_names: tuple[str, ...]) -> Any:
     program = cl.Program(device.context, source)
+    folder = cache_directory()
+    entry = _binary_entry(device, source, options, folder)
+    stores = entry is not None and not diskcache.use_binary(entry)
     try:
         with warnings.catch_warnings():
             # Warnings about generated code are tlc's business, not the user's: they are
             # shown with TLC_BUILD_LOG=1, and a failed build quotes the whole log.
             warnings.simplefilter("ignore", cl.CompilerWarning)
+            # False, not None: None would be pyopencl's own folder (~/.cache/pyopencl).
             built = program.build(options=list(options), devices=[device.cl_device],
-                                  cache_dir=cache_directory())
+                                  cache_dir=folder or False)
     except cl.Error as err:
         if "unknown target CPU" in str(err):
             raise _unknown_cpu(device) from None
@@ -102,6 +118,8 @@ def _build(device: Any, source: str, options: tuple[str, ...],
             f"code tlc generated for kernel(s) {names}.\nThis is a bug in tlc; please report "
             f"it with the saved source.\nsource saved as: {saved}\n"
             f"build options: {' '.join(options) or '(none)'}\nbuild log:\n{err}") from None
+    if stores:
+        diskcache.stored(diskcache.BINARIES)
     if os.environ.get(LOG_ENV) == "1":
         _print_log(built, device, kernel_names)
     return built

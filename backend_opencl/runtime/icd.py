@@ -17,8 +17,9 @@ Intel's oneAPI OpenCL CPU runtime installed by pip (``pip install 'tlc[intel]'``
 a build path that does not exist.  Unless the vendor folder already names a working
 ``libintelocl.so`` (or the user named a folder with ``OCL_ICD_VENDORS``),
 :func:`prepare_loader` writes a tlc-owned vendor folder (the system's ``.icd`` files plus
-one naming the pip-installed library, under the cache directory) and points
-``OCL_ICD_VENDORS`` at it.  Intel's runtime and one PoCL coexist in a process.
+one naming the pip-installed library, in the ``vendors`` folder of tlc's cache, see
+:mod:`backend_opencl.diskcache`) and points ``OCL_ICD_VENDORS`` at it.  Intel's runtime
+and one PoCL coexist in a process.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from backend_opencl import diskcache
 
 SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 INTEL_LIBRARY = "libintelocl.so"
@@ -234,31 +236,19 @@ def _icd_name(entry: Icd) -> str:
 
 
 def _write_vendor_dir(entries: list[Icd]) -> str | None:
-    """A folder of ``.icd`` files naming ``entries``' libraries (named by its contents)."""
-    lines = {_icd_name(i): i.library for i in entries}
+    """A folder of ``.icd`` files naming ``entries``' libraries (named by its contents).
+    A file holding anything but what tlc writes (damaged, or left by another version) is
+    rewritten, and other ``.icd`` files are removed: the loader would load them too."""
+    lines = {_icd_name(i): (i.library + "\n").encode() for i in entries}
     digest = hashlib.sha256(repr(sorted(lines.items())).encode()).hexdigest()[:12]
-    folder = _vendor_root() / f"opencl-vendors-{digest}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, library in lines.items():
-            target = folder / name
-            if not target.is_file() or target.read_text().strip() != library:
-                tmp = folder / f".{name}.{os.getpid()}"
-                tmp.write_text(library + "\n")
-                tmp.replace(target)
-    except OSError:
+    folder = diskcache.vendor_folder(digest)
+    if folder is None or not all(diskcache.ensure_content(folder / name, text)
+                                 for name, text in lines.items()):
         return None
+    for stray in folder.glob("*.icd"):
+        if stray.name not in lines:
+            stray.unlink(missing_ok=True)
     return str(folder)
-
-
-def _vendor_root() -> Path:
-    """``$TLC_CACHE_DIR`` (or ``~/.cache/tlc``); the temporary folder when that is off."""
-    configured = os.environ.get("TLC_CACHE_DIR", "")
-    if configured and configured != "off":
-        return Path(configured)
-    if configured == "off":
-        return Path(tempfile.gettempdir()) / f"tlc-{os.getuid()}"
-    return Path.home() / ".cache" / "tlc"
 
 
 def driver_specs() -> list[str]:
