@@ -8,6 +8,9 @@ This module makes that lag the rule: with ``TLC_STRESS`` set, every command tlc 
 pyopencl on its behalf) enqueues is preceded by a marker waiting for a user event that a
 helper thread completes after a random delay, so the device runs every command late.
 
+On a SYCL queue (:mod:`.sycl`), which has no user events, a kernel that computes for a
+random time is submitted before every command instead.
+
 ``TLC_STRESS=1`` draws delays of up to :data:`DEFAULT_MAX_DELAY_S`; ``TLC_STRESS=<ms>``
 sets the largest delay in milliseconds.  ``TLC_STRESS_SEED`` fixes the random stream.
 The hook wraps ``pyopencl.enqueue_nd_range_kernel`` and ``pyopencl.enqueue_copy``
@@ -46,6 +49,20 @@ def max_delay_s() -> float:
         return max(float(text), 0.0) / 1000
     except ValueError:
         return DEFAULT_MAX_DELAY_S
+
+
+ACTIVE = max_delay_s() > 0
+"""Whether this process runs under stress (``$TLC_STRESS`` at import)."""
+
+ITERATIONS_PER_S = 3e8
+"""About how many steps of the SYCL route's stall kernel (a chain of dependent 64-bit
+multiply-adds on a volatile) a CPU core runs per second (measured: 2-5 ns a step)."""
+
+
+def stall_iterations() -> int:
+    """A random length, in steps, of the SYCL route's stall kernel: up to the largest
+    delay."""
+    return int(random.uniform(0.0, max_delay_s()) * ITERATIONS_PER_S)
 
 
 class _Releaser:
@@ -124,6 +141,3 @@ def _held(enqueue: Callable[..., Any], releaser: _Releaser,
     return held
 
 
-def enabled() -> bool:
-    """Whether this process runs under stress."""
-    return bool(_INSTALLED)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from backend_opencl.runtime import stress
 from backend_opencl.runtime.errors import DeviceError
 
 INSTALL_HINT = "pip install 'tlc[sycl]' (dpctl with Intel's SYCL and OpenCL CPU runtimes)"
@@ -307,6 +308,8 @@ def copy(device: SyclDevice, dst: Any, src: Any, nbytes: int) -> None:
     """Enqueue a copy of ``nbytes`` from USM memory ``src`` to ``dst`` (on an
     out-of-order queue: and wait for it)."""
     if nbytes:
+        if stress.ACTIVE:
+            _stall(device)
         if device.in_order:
             device.queue.memcpy_async(dst, src, nbytes)
         else:
@@ -346,6 +349,8 @@ def launch(device: SyclDevice, kernel: Any, args: Sequence[Any], num_groups: int
     in-order queue it does not wait; on an out-of-order one it waits (later commands
     are submitted without dependencies)."""
     wgx, wgy = work_group_size
+    if stress.ACTIVE:
+        _stall(device)
     event = device.queue.submit_async(kernel, [kernel_arg(a) for a in args],
                                       [wgy, num_groups * wgx], [wgy, wgx])
     if not device.in_order:
@@ -356,3 +361,31 @@ def launch(device: SyclDevice, kernel: Any, args: Sequence[Any], num_groups: int
 def wait(device: SyclDevice) -> None:
     """Wait for everything submitted to the queue."""
     device.queue.wait()
+
+
+# -- a late device for tests (TLC_STRESS) ---------------------------------------------------
+
+_STALL = """
+kernel void tlc_stall(long n, global long* sink) {
+  volatile long x = n;  /* volatile: the compiler may not fold the loop */
+  for (long i = 0; i < n; ++i) x = x * 6364136223846793005L + 1442695040888963407L;
+  if (x == 42) sink[0] = x;
+}
+"""
+_STALLS: dict[Any, tuple[Any, Any]] = {}
+
+
+def _stall(device: SyclDevice) -> None:
+    """Under ``TLC_STRESS`` (:mod:`.stress`): submit a kernel that keeps the queue busy
+    for a random time before the command that follows (SYCL has no user events to hold
+    a queue with, as the OpenCL route does)."""
+    with _LOCK:
+        found = _STALLS.get(device.key)
+    if found is None:
+        kernel = build(device, _STALL, ["tlc_stall"])["tlc_stall"]
+        found = kernel, alloc(device, 8)
+        with _LOCK:
+            _STALLS[device.key] = found
+    kernel, sink = found
+    device.queue.submit_async(kernel, [ctypes.c_int64(stress.stall_iterations()), sink],
+                              [1], [1])
