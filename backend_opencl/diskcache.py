@@ -27,6 +27,8 @@ OpenCL is loaded).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import fcntl
 import io
 import json
@@ -76,6 +78,9 @@ ALLOWED_GLOBALS = frozenset({("numpy", "dtype")} | {("ml_dtypes", n) for n in _M
 scalar types of ml_dtypes that element types map to (dtypes pickle as
 ``numpy.dtype(<type>)``; tests/runtime/test_disk_cache.py derives the list from real
 payloads).  Containers, strings, numbers and enums pickle without other globals."""
+TLC_RECORDS = frozenset({("tensorlang.ir.core", "Value")})
+"""tlc's classes besides dataclasses and enums that stored programs hold (plain records:
+their constructors only assign)."""
 PYOPENCL_INFO = frozenset({("pyopencl.cache", "_SourceInfo")})
 """What pyopencl's ``info`` pickles name besides plain data."""
 
@@ -197,9 +202,10 @@ def max_bytes() -> int:
 # Reading and writing entries.
 
 class SafeUnpickler(pickle.Unpickler):
-    """An unpickler that resolves only classes defined in tlc's packages, the names in
-    :data:`ALLOWED_GLOBALS` and ``extra``: a planted pickle cannot reach ``os.system``,
-    ``eval`` or any other callable (functions of tlc included)."""
+    """An unpickler that resolves only the dataclasses and enums defined in tlc's
+    packages, the names in :data:`ALLOWED_GLOBALS` and ``extra``: a planted pickle cannot
+    reach ``os.system``, ``eval`` or any other callable (functions of tlc, and classes
+    whose constructors act, included)."""
 
     def __init__(self, file: Any, extra: frozenset[tuple[str, str]] = frozenset()) -> None:
         super().__init__(file)
@@ -207,12 +213,15 @@ class SafeUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         """The class ``module.name`` when allowed, else UnpicklingError."""
-        if (module, name) in ALLOWED_GLOBALS or (module, name) in self.extra:
+        if (module, name) in ALLOWED_GLOBALS | TLC_RECORDS or (module, name) in self.extra:
             return super().find_class(module, name)
         if _in_tlc(module) and name.isidentifier():  # no dotted paths to other objects
             found = super().find_class(module, name)
-            # A class tlc imports from elsewhere (subprocess.Popen, say) is not tlc's.
-            if isinstance(found, type) and _in_tlc(found.__module__):
+            # A class tlc imports from elsewhere (subprocess.Popen, say) is not tlc's, and
+            # of tlc's only plain records: a dataclass's or an enum's constructor assigns
+            # fields, another class's may act (build, launch, start a process).
+            if isinstance(found, type) and _in_tlc(found.__module__) \
+                    and (dataclasses.is_dataclass(found) or issubclass(found, enum.Enum)):
                 return found
         raise pickle.UnpicklingError(f"{module}.{name} may not appear in tlc's cache")
 

@@ -292,6 +292,8 @@ PLANTED: dict[str, Callable[[Path], bytes]] = {
     "a class a tlc module imports": lambda m: _stack_global(
         "backend_opencl.diskcache", "Path", str(m)),
     "a function of tlc": lambda m: _stack_global("backend_opencl.diskcache", "clear"),
+    "a class of tlc whose constructor acts": lambda m: _stack_global(
+        "backend_opencl.runtime.stress", "_Releaser"),
 }
 
 
