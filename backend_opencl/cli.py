@@ -130,6 +130,16 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    """``tlc cache info|clear``: the disk cache's folder, entries, bytes and cap, or
+    remove its entries (:mod:`backend_opencl.diskcache`)."""
+    from backend_opencl import diskcache
+
+    sys.stdout.write((diskcache.clear() if args.action == "clear" else diskcache.describe())
+                     + "\n")
+    return 0
+
+
 def cmd_opt(args: argparse.Namespace) -> int:
     """``tlc opt FILE -p a,b{k=v}``: run passes one at a time (verifying after each) on
     the file's tensor language (a StableHLO file's kernels), print the result."""
@@ -443,6 +453,9 @@ def _parser() -> argparse.ArgumentParser:
     p = add("devices", cmd_devices, "list OpenCL devices")
     p.add_argument("--sycl", action="store_true",
                    help="also list SYCL devices through dpctl (pip install 'tlc[sycl]')")
+    p = add("cache", cmd_cache, "show (info) or empty (clear) tlc's disk cache: lowered "
+            "programs, OpenCL binaries, ICD vendor folders (tuned blocks are kept)")
+    p.add_argument("action", choices=["info", "clear"])
     p = add("interpret", cmd_interpret, "run the functions of a StableHLO test file and "
             "their check ops (as stablehlo-translate --interpret -split-input-file)")
     p.add_argument("file")

@@ -142,6 +142,7 @@ def bad_command_lines(files: Path) -> list[tuple[list[str], int]]:
         (["compile", tl, "--emit", "shlo"], 1),
         (["tune", mlir, "--entry", "nosuch"], 1),
         (["run", tl, "-o", out, "--inputs", "1,2,3,4,5"], 1),
+        (["cache"], 2), (["cache", "bogus"], 2), (["cache", "info", tl], 2),
     ]
 
 
@@ -154,7 +155,7 @@ def test_bad_command_lines(files: Path) -> None:
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"]] + [
     [name, "--help"] for name in ("check", "compile", "opt", "run", "tune", "devices",
-                                  "interpret")])
+                                  "cache", "interpret")])
 def test_help_and_version(argv: list[str]) -> None:
     code, out, err = tlc(*argv)
     assert code == 0 and out and not err

@@ -234,6 +234,18 @@ def test_describe_and_clear(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert re.search(r"lowered/\s+0 lowered programs", diskcache.describe())
 
 
+def test_cache_command(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``tlc cache info`` and ``tlc cache clear`` print describe() and clear()."""
+    from backend_opencl import cli
+
+    _store("a", 2000)
+    assert cli.main(["cache", "info"]) == 0
+    assert re.search(r"lowered/\s+1 lowered programs", capsys.readouterr().out)
+    assert cli.main(["cache", "clear"]) == 0
+    assert "removed 1 lowered programs" in capsys.readouterr().out
+    assert list((cache / LOWERED).iterdir()) == []
+
+
 # Damaged, foreign and planted files: misses, replaced, never run.
 
 def _untagged(good: bytes) -> bytes:
