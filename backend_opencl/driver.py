@@ -19,6 +19,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend_opencl.memo import Memo
 from tensorlang.diagnostics import TlcError
 from tensorlang.ir.core import Program
 
@@ -183,7 +184,10 @@ def _kernels_program(lowered: Any) -> Program:
     return program
 
 
-_EXECUTABLES: dict[tuple[Any, ...], Any] = {}
+EXECUTABLES_KEPT = 128
+"""The most compiled StableHLO executables a process keeps in memory (the disk cache
+answers a later compile of an older one in ~0.1 s)."""
+_EXECUTABLES: Memo[tuple[Any, ...], Any] = Memo(EXECUTABLES_KEPT)
 
 
 def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>",

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from backend_opencl import plan_steps
+from backend_opencl.driver import EXECUTABLES_KEPT
+from backend_opencl.memo import Memo
 from backend_opencl.module import NUMPY_DTYPES
 from backend_opencl.runtime import sycl
 from backend_opencl.sycl_module import SyclModule, compile_for_queue
@@ -27,7 +29,7 @@ from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Copy, Launch, Plan, Step
 
 StepFn = Callable[["_Run"], None]
-_EXECUTABLES: dict[tuple[Any, ...], SyclExecutable] = {}
+_EXECUTABLES: Memo[tuple[Any, ...], SyclExecutable] = Memo(EXECUTABLES_KEPT)
 
 
 def compile_stablehlo_for_queue(text: str, queue: Any, filename: str = "<string>",

@@ -26,6 +26,7 @@ import pyopencl as cl
 from pyopencl.characterize import has_src_build_cache
 
 from backend_opencl import diskcache
+from backend_opencl.memo import Memo
 from backend_opencl.runtime.errors import DeviceError
 from tensorlang.diagnostics import TlcError
 
@@ -47,7 +48,9 @@ class BuildStats:
 
 
 STATS = BuildStats()
-_PROGRAMS: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+PROGRAMS_KEPT = 256
+"""The most built programs a process keeps in memory (executables hold their own)."""
+_PROGRAMS: Memo[tuple[str, str, tuple[str, ...]], Any] = Memo(PROGRAMS_KEPT)
 _LOCK = threading.Lock()
 
 
