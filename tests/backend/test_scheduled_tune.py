@@ -15,28 +15,18 @@ from backend_opencl.emit.costmodel import register_block
 from backend_opencl.emit.target import KernelPlan
 from backend_opencl.tune import cache_path, tune
 from tensorlang.ir.types import F32, F64
-
-KERNEL = """
-func @tiny(%A: memref<f32x12x3x?>, %B: memref<f32x3x5x?>, %C: memref<f32x12x5x?>) {
-  %g = group_id
-  %one = constant 1.0 : f32
-  %a = subview %A[:, :, %g] : memref<f32x12x3x?>
-  %b = subview %B[:, :, %g] : memref<f32x3x5x?>
-  %c = subview %C[:, :, %g] : memref<f32x12x5x?>
-  gemm.n.n %one, %a, %b, %one, %c : f32, memref<f32x12x3>, memref<f32x3x5>, f32, memref<f32x12x5>
-}
-"""
+from tests.kernels import TINY_GEMM
 
 
 def test_tune_caches_and_compile_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          h, rng) -> None:
     monkeypatch.setenv("TLC_TUNE_CACHE", str(tmp_path / "tune.json"))
     lines: list[str] = []
-    winners = tune(KERNEL, groups=4, top=2, repeat=1, progress=lines.append)
+    winners = tune(TINY_GEMM, groups=4, top=2, repeat=1, progress=lines.append)
     rm, rn = winners["tiny"]
     assert any("[2/2]" in line for line in lines) and "best register block" in lines[-1]
     assert list(json.loads(cache_path().read_text()).values()) == [[rm, rn]]
-    module = backend_opencl.compile(KERNEL)
+    module = backend_opencl.compile(TINY_GEMM)
     found = re.search(r"float(\d*) acc\[(\d+)\]\[(\d+)\]", module.source)
     assert found is not None  # scalar rows, or vectors of ``width`` rows
     width = int(found[1] or 1)

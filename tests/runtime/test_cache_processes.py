@@ -6,7 +6,8 @@ the disk.  Every result is checked; afterwards the cache holds no temporary file
 every entry loads.  Where Intel's CPU runtime is loaded, two of the processes use it, so
 that pyopencl's binary cache is shared too.
 
-Run as a script, this file is one of those processes.
+Run as a module (``python -m tests.runtime.test_cache_processes``), this file is one of
+those processes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from tests.kernels import AXPY, TINY_GEMM
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ("mlp", "cnn", "transformer_block")
 PROCESSES = 4
@@ -36,29 +39,6 @@ OWN = """func.func public @main(%a: tensor<{n}x8xf32>, %b: tensor<{n}x8xf32>)
   %1 = stablehlo.add %0, %a : tensor<{n}x8xf32>
   return %1 : tensor<{n}x8xf32>
 }}"""
-AXPY = """
-func @axpy(%a: f32, %x: memref<f32x?>, %y: memref<f32x?>) work_group_size(16, 1) {
-  %zero = constant 0 : index
-  %n = size %x[0] : memref<f32x?>
-  foreach %i = %zero, %n {
-    %u = load %x[%i] : memref<f32x?>
-    %v = load %y[%i] : memref<f32x?>
-    %w = arith.mul %a, %u : f32
-    %s = arith.add %w, %v : f32
-    store %s, %y[%i] : memref<f32x?>
-  }
-}
-"""
-GEMM = """
-func @tiny(%A: memref<f32x12x3x?>, %B: memref<f32x3x5x?>, %C: memref<f32x12x5x?>) {
-  %g = group_id
-  %one = constant 1.0 : f32
-  %a = subview %A[:, :, %g] : memref<f32x12x3x?>
-  %b = subview %B[:, :, %g] : memref<f32x3x5x?>
-  %c = subview %C[:, :, %g] : memref<f32x12x5x?>
-  gemm.n.n %one, %a, %b, %one, %c : f32, memref<f32x12x3>, memref<f32x3x5>, f32, memref<f32x12x5>
-}
-"""
 
 
 def _close(got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -160,8 +140,9 @@ def _intel() -> Any:
 
 
 def _start(index: int, env: dict[str, str], data: Path, kernel: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, __file__, str(index), str(data), str(kernel)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    argv = [sys.executable, "-m", "tests.runtime.test_cache_processes", str(index), str(data),
+            str(kernel)]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -195,7 +176,7 @@ def test_processes_share_one_cache(tmp_path: Path, monkeypatch: Any) -> None:
     for label, device in devices.items():
         references(device, tmp_path / f"{label}.npz")
     kernel = tmp_path / "tiny.tl"
-    kernel.write_text(GEMM)
+    kernel.write_text(TINY_GEMM)
     cache = tmp_path / "cache"
     base = {k: v for k, v in os.environ.items()
             if k not in ("TLC_DEVICE", "OCL_ICD_VENDORS", diskcache.TUNE_ENV,

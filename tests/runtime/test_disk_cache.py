@@ -27,6 +27,7 @@ import backend_opencl
 from backend_opencl import diskcache, driver, tune
 from backend_opencl.diskcache import BINARIES, LOWERED, VENDORS
 from backend_opencl.runtime import build, icd
+from tests.kernels import AXPY, TINY_GEMM
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT.parent / "shared" / "conformance" / "stablehlo" / "testdata"
@@ -35,16 +36,6 @@ SMALL = """func.func public @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> t
   %1 = stablehlo.add %0, %a : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }"""
-GEMM = """
-func @tiny(%A: memref<f32x12x3x?>, %B: memref<f32x3x5x?>, %C: memref<f32x12x5x?>) {
-  %g = group_id
-  %one = constant 1.0 : f32
-  %a = subview %A[:, :, %g] : memref<f32x12x3x?>
-  %b = subview %B[:, :, %g] : memref<f32x3x5x?>
-  %c = subview %C[:, :, %g] : memref<f32x12x5x?>
-  gemm.n.n %one, %a, %b, %one, %c : f32, memref<f32x12x3>, memref<f32x3x5>, f32, memref<f32x12x5>
-}
-"""
 
 
 @pytest.fixture
@@ -350,14 +341,14 @@ def test_damaged_tune_file_is_ignored_and_replaced(cache: Path, damage: str) -> 
     assert path is not None
     path.write_bytes(TUNE_DAMAGES[damage])
     assert tune._load() == {}
-    module = backend_opencl.compile(GEMM)
+    module = backend_opencl.compile(TINY_GEMM)
     rng = np.random.default_rng(4)
     A, B, C = (np.asfortranarray(rng.standard_normal(s), dtype=np.float32)
                for s in ((12, 3, 4), (3, 5, 4), (12, 5, 4)))  # memrefs are column-major
     want = np.einsum("ikb,kjb->ijb", A, B) + C
     module.tiny(A, B, C, num_groups=4)
     np.testing.assert_allclose(C, want, rtol=1e-5, atol=1e-5)
-    winners = tune.tune(GEMM, groups=4, top=1, repeat=1, progress=lambda line: None)
+    winners = tune.tune(TINY_GEMM, groups=4, top=1, repeat=1, progress=lambda line: None)
     assert list(json.loads(path.read_text()).values()) == [list(winners["tiny"])]
 
 
@@ -429,19 +420,6 @@ def _intel() -> Any:
                 None)
 
 
-AXPY = """
-func @axpy(%a: f32, %x: memref<f32x?>, %y: memref<f32x?>) work_group_size(16, 1) {
-  %zero = constant 0 : index
-  %n = size %x[0] : memref<f32x?>
-  foreach %i = %zero, %n {
-    %u = load %x[%i] : memref<f32x?>
-    %v = load %y[%i] : memref<f32x?>
-    %w = arith.mul %a, %u : f32
-    %s = arith.add %w, %v : f32
-    store %s, %y[%i] : memref<f32x?>
-  }
-}
-"""
 
 
 def _axpy(device: Any, seed: int) -> None:
