@@ -77,7 +77,9 @@ def host_alignment(device: Any) -> int:
 def _probe(device: Any, align: int) -> bool:
     """Whether host memory and a USE_HOST_PTR buffer over it are the same memory."""
     try:
-        kernel = cl.Kernel(cl.Program(device.context, _PROBE).build(), "tlc_probe")
+        # cache_dir=False: no entry in pyopencl's own folder, outside tlc's cache
+        program = cl.Program(device.context, _PROBE).build(cache_dir=False)
+        kernel = cl.Kernel(program, "tlc_probe")
         host = aligned_empty(4 * 4, align).view(np.float32)
         host[:] = (0.0, 41.0, 0.0, 0.0)
         buf = host_buffer(device.context, host, writes=True)
