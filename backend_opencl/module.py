@@ -292,9 +292,9 @@ def default_num_groups(name: str, info: Any, args: tuple[Any, ...]) -> int:
     if groups is None or not groups.modes:
         if groups is not None and not groups.uses_groups:
             return 1
-        raise LaunchError(f"{name}: pass num_groups=...: the kernel reads group_id or "
-                          "group_size, and no argument mode it indexes by group_id says "
-                          "how many work-groups there are")
+        raise LaunchError(f"{name}: pass num_groups=... (tlc run: --num-groups): the kernel "
+                          "reads group_id or group_size, and no argument mode it indexes by "
+                          "group_id says how many work-groups there are")
     counts = [(_group_mode_name(info.abi, q), n) for q in groups.modes
               if (n := _group_mode_size(q, args)) is not None]
     if not counts:  # no such argument is an array: its own check raises the error
@@ -302,7 +302,8 @@ def default_num_groups(name: str, info: Any, args: tuple[Any, ...]) -> int:
     if any(n != counts[0][1] for _, n in counts):
         listed = ", ".join(f"{where} has {n}" for where, n in counts)
         raise LaunchError(f"{name}: num_groups omitted, and the argument modes group_id "
-                          f"indexes disagree ({listed}); pass num_groups=...")
+                          f"indexes disagree ({listed}); pass num_groups=... (tlc run: "
+                          "--num-groups)")
     return counts[0][1]
 
 
