@@ -19,6 +19,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend_opencl import progress
 from backend_opencl.memo import Memo
 from tensorlang.diagnostics import TlcError
 from tensorlang.ir.core import Program
@@ -116,11 +117,20 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
 
     prog = _as_program(program)
     dev = _device(device)
-    if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
-        target = cached_target(prog, dev, target_from_device(dev))
-    contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
-    emitted = lower(prog, target, check_bounds, contracts)
-    return Module(emitted, prog, dev, checks=contracts)
+    with progress.compiling(_program_name(prog)):
+        if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
+            target = cached_target(prog, dev, target_from_device(dev))
+        contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
+        progress.phase("passes")
+        emitted = lower(prog, target, check_bounds, contracts)
+        progress.phase(f"OpenCL build of {len(emitted.kernels)} kernels")
+        return Module(emitted, prog, dev, checks=contracts)
+
+
+def _program_name(program: Program) -> str:
+    """The file a program was parsed from, for progress lines."""
+    loc = program.functions[0].loc if program.functions else None
+    return loc.file if loc is not None else "<program>"
 
 
 def tensor_language(program: Any, entry: str = "main") -> Program:
@@ -201,20 +211,29 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
     exe = _EXECUTABLES.get(key)
     if exe is not None:
         return exe
-    disk = _lowered_cache_file(key)
-    exe = _load_executable(disk, dev) if disk is not None else None
-    if exe is None:
-        import frontend
-        from frontend.lower import lower_function
-
-        module = frontend.parse(text, filename=filename)
-        parts = module.parts or [module]
-        lowered = lower_function(_part_with(parts, entry), entry)
-        exe = _executable(lowered, dev, entry, check_bounds)
-        if disk is not None:
-            _store_executable(disk, exe)
+    with progress.compiling(filename):
+        disk = _lowered_cache_file(key)
+        progress.phase("load from the disk cache")
+        exe = _load_executable(disk, dev) if disk is not None else None
+        if exe is None:
+            exe = _compile_stablehlo(text, dev, filename, entry, check_bounds)
+            if disk is not None:
+                _store_executable(disk, exe)
     _EXECUTABLES[key] = exe
     return exe
+
+
+def _compile_stablehlo(text: str, dev: Any, filename: str, entry: str,
+                       check_bounds: bool) -> Any:
+    """Parse, verify and lower StableHLO text, and compile its kernels."""
+    import frontend
+    from frontend.lower import lower_function
+
+    progress.phase("parse")
+    module = frontend.parse(text, filename=filename)
+    progress.phase("lower")
+    lowered = lower_function(_part_with(module.parts or [module], entry), entry)
+    return _executable(lowered, dev, entry, check_bounds)
 
 
 LOWERED_VERSION = 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backend_opencl import progress
 from backend_opencl.abi import ArgAbi
 from backend_opencl.emit import (  # noqa: F401 (handlers)
     collectives,
@@ -58,7 +59,8 @@ def emit_program(program: Program, target: Target = DEFAULT_TARGET) -> EmittedPr
     """Generate OpenCL C for every function of ``program`` (barriers already inserted)."""
     unit = Unit()
     texts, infos = [], {}
-    for func in program.functions:
+    for done, func in enumerate(program.functions):
+        progress.phase("generate", done, len(program.functions))
         numeric.check_supported(func)
         plan = choose_plan(func, target)
         emitter = KernelEmitter(func, plan, target, unit)
