@@ -181,7 +181,7 @@ class Kernel:
         self._kernel = launch.get_kernel(program, info.c_name)
         self._records: list[Any] = []  # zeroed bounds-guard records, one per launch in flight
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
-        self._anywhere = memory.binds_read_only_anywhere(device)
+        self._anywhere = memory.binds_anywhere(device)
         self._max_bytes = max_allocation(device)
         self._max_groups = launch.max_groups(device, info.plan.work_group_size)
         self._lock = threading.Lock()  # the kernel object's arguments are shared state

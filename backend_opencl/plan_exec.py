@@ -86,7 +86,7 @@ class Executable:
         self._pool: Pool = {}
         self._lock = threading.Lock()
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
-        self._anywhere = memory.binds_read_only_anywhere(device)
+        self._anywhere = memory.binds_anywhere(device)
         self._written: frozenset[int] | None = None
         self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()

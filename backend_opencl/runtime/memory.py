@@ -9,8 +9,9 @@ On a CPU device whose buffers can live in host memory (:func:`host_alignment` no
 an array aligned to the device's ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (4096 bytes on other
 CPU drivers than PoCL: :data:`OTHER_CPU_ALIGN`) is not copied: a ``CL_MEM_USE_HOST_PTR``
 buffer over its span is the kernel's argument, and the kernel's writes land in the array
-itself.  On PoCL an array the kernel only reads binds so at any element-aligned address
-(PoCL 3.1 uses the pointer as it is; Intel's runtime would copy it at every launch).
+itself.  On PoCL an array binds so at any element-aligned address, read or written (PoCL
+3.0 and 3.1 use the pointer as it is: the kernel's writes land in the array at offsets of
+4 to 132 bytes from an aligned address; Intel's runtime would copy it at every launch).
 Other misaligned arrays are copied into an aligned host array (a memcpy, not an OpenCL
 transfer) and, when written, back.  Creating such a buffer costs about a microsecond,
 so nothing is cached between launches.
@@ -47,8 +48,8 @@ it otherwise, at every launch (``elementwise_chain`` with 16-byte aligned numpy 
 7-13 ms a call against 1.3 ms page-aligned)."""
 
 
-def binds_read_only_anywhere(device: Any) -> bool:
-    """Whether arrays a kernel only reads bind in place at any element-aligned address
+def binds_anywhere(device: Any) -> bool:
+    """Whether numpy arrays bind in place at any element-aligned address, read or written
     (PoCL uses a misaligned host pointer as it is; other drivers copy it)."""
     return bool(device.is_pocl)
 
@@ -190,14 +191,15 @@ def leased_empty(nbytes: int, align: int) -> np.ndarray:
 
 
 def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,
-                  align: int, anywhere: bool = True) -> tuple[Any, Writeback | None]:
+                  align: int, anywhere: bool = False) -> tuple[Any, Writeback | None]:
     """A buffer over ``arr``'s span in host memory (zero-copy devices): the span itself
-    when aligned, else an aligned staging copy; the writeback (run after the launch)
-    copies a written staging copy back and releases it."""
+    when aligned (or, with ``anywhere``, element-aligned), else an aligned staging copy;
+    the writeback (run after the launch) copies a written staging copy back and releases
+    it."""
     if elements == 0:
         return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16), None
     span = host_span(arr, elements)
-    if span.ctypes.data % align == 0 or anywhere and not writes and span.flags.aligned:
+    if span.ctypes.data % align == 0 or anywhere and span.flags.aligned:
         return host_buffer(ctx, span, writes), None
     raw = _STAGING.take(span.nbytes, align)
     staged = raw.view(span.dtype)
@@ -233,11 +235,11 @@ def host_span(arr: np.ndarray, elements: int) -> np.ndarray:
 
 
 def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,
-           writes: bool, align: int = 0, anywhere: bool = True
+           writes: bool, align: int = 0, anywhere: bool = False
            ) -> tuple[Any, Writeback | None]:
     """A buffer holding ``arr``'s span, and how to copy it back (None if not written);
-    with ``align`` (:func:`host_alignment`) the array's memory is bound in place (a
-    read-only one at any address with ``anywhere``: :func:`binds_read_only_anywhere`)."""
+    with ``align`` (:func:`host_alignment`) the array's memory is bound in place (at any
+    element-aligned address with ``anywhere``: :func:`binds_anywhere`)."""
     if align:
         return bind_in_place(ctx, arr, elements, writes, align, anywhere)
     if elements == 0:
