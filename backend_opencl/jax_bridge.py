@@ -8,15 +8,17 @@ For a new signature it lowers ``f`` with jax to StableHLO and compiles that with
 the compile cache, so a second process skips tlc's lowering and code generation; jax
 still traces ``f`` once per process and signature).
 
-Arguments may be jax arrays, numpy arrays or Python scalars; results are **numpy
-arrays** in the pytree structure ``f`` returns.  Numpy, not jax arrays: tlc's results are
-host arrays already, and ``jnp.asarray`` turns them into jax arrays when needed (a
-round trip through DLPack would copy to jax's device as well).
+Arguments may be jax arrays, numpy arrays, Python scalars or typed PRNG keys
+(``jax.random.key``: passed as their ``key_data``, as jax lowers them); results are
+**numpy arrays** in the pytree structure ``f`` returns (typed keys: keys again).  Numpy,
+not jax arrays: tlc's results are host arrays already, and ``jnp.asarray`` turns them
+into jax arrays when needed (a round trip through DLPack would copy to jax's device as
+well).
 
-A program tlc cannot compile raises :class:`JaxCompileError` (a ``CompileError``) at the
-line of ``f`` that produced the unsupported op, naming the op, with a note at the
-StableHLO line.  jax is imported only when a function is wrapped: ``pip install
-'tlc[jax]'``.
+A program tlc cannot parse or compile raises :class:`JaxCompileError` (a
+``CompileError``) at the line of ``f`` that produced the op, naming it, with a note at
+the StableHLO line (at that line alone when jax recorded no Python line).  jax is
+imported only when a function is wrapped: ``pip install 'tlc[jax]'``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import re
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,13 +67,25 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     return Jitted(fun, static_argnums, static_argnames, device, check_bounds)
 
 
+class _Signature(NamedTuple):
+    """What a compiled program depends on: the dynamic arguments' pytree structure, each
+    leaf's :func:`_leaf_key`, and the static arguments (position or name, value)."""
+
+    tree: Any
+    leaves: tuple[Hashable, ...]
+    static: tuple[tuple[int | str, Any], ...]
+
+
 @dataclass(frozen=True)
 class _Entry:
-    """One compiled signature: the executable and how its results nest."""
+    """One compiled signature: the executable, how its results nest, and which argument
+    and result leaves are typed PRNG keys (the program takes and gives their data)."""
 
     exe: Any
     out_tree: Any
     results: int
+    key_args: tuple[int, ...] = ()
+    key_results: tuple[tuple[int, Any], ...] = ()  # (leaf, key dtype)
 
 
 class Jitted:
@@ -88,7 +102,7 @@ class Jitted:
         self._nums, self._names = _static_args(fun, static_argnums, static_argnames)
         self._jitted = jax.jit(fun, static_argnums=self._nums, static_argnames=self._names,
                                keep_unused=True)  # every leaf stays a parameter
-        self._cache: dict[Hashable, _Entry] = {}
+        self._cache: dict[_Signature, _Entry] = {}
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -96,11 +110,15 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:
-                entry = self._cache.get(key) or self._compile(args, kwargs, key[0], len(leaves))
+                entry = self._cache.get(key) or self._compile(args, kwargs, key)
                 self._cache[key] = entry
+        for i in entry.key_args:
+            leaves[i] = _jax().random.key_data(leaves[i])
         arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes,
                                                           strict=True)]
-        outs = entry.exe(*arrays)[:entry.results]
+        outs = list(entry.exe(*arrays)[:entry.results])
+        for i, dtype in entry.key_results:
+            outs[i] = _wrap_key(outs[i], dtype)
         return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
@@ -118,7 +136,7 @@ class Jitted:
         return len(self._cache)
 
     def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                   ) -> tuple[list[Any], Hashable]:
+                   ) -> tuple[list[Any], _Signature]:
         """The dynamic leaves and the cache key of a call."""
         nums = {i if i >= 0 else len(args) + i for i in self._nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in nums)
@@ -126,7 +144,7 @@ class Jitted:
         static = tuple((i, a) for i, a in enumerate(args) if i in nums)
         static += tuple(sorted((k, v) for k, v in kwargs.items() if k in self._names))
         leaves, tree = _jax().tree_util.tree_flatten((dynamic, dyn_kwargs))
-        key = (tree, tuple(_leaf_key(x) for x in leaves), static)
+        key = _Signature(tree, tuple(_leaf_key(x) for x in leaves), static)
         try:
             hash(key)
         except TypeError:
@@ -134,8 +152,8 @@ class Jitted:
                            f"{', '.join(type(v).__name__ for _, v in static)}") from None
         return leaves, key
 
-    def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any], tree: Any,
-                 count: int) -> _Entry:
+    def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 key: _Signature) -> _Entry:
         """Lower with jax and compile with tlc (the disk cache may answer)."""
         import backend_opencl
 
@@ -147,13 +165,17 @@ class Jitted:
                                                    check_bounds=self.check_bounds)
         except CompileError as err:
             raise _located(err, lowered, name, self.device) from None
-        if lowered.in_tree != tree:
+        if lowered.in_tree != key.tree:
             raise TlcError(f"error: {name}: jax flattened the arguments as {lowered.in_tree}, "
-                           f"not as {tree}")
-        if len(exe.arg_dtypes) != count:
+                           f"not as {key.tree}")
+        if len(exe.arg_dtypes) != len(key.leaves):
             raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters for "
-                           f"{count} argument leaves (effects and tokens are not supported)")
-        return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves)
+                           f"{len(key.leaves)} argument leaves (effects and tokens are not "
+                           f"supported)")
+        outs = _jax().tree_util.tree_leaves(lowered.out_info)
+        return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves,
+                      tuple(i for i, k in enumerate(key.leaves) if _is_key_leaf(k)),
+                      tuple((i, o.dtype) for i, o in enumerate(outs) if _is_key(o.dtype)))
 
 
 def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
@@ -182,7 +204,8 @@ _SCALARS = (bool, int, float, complex)
 
 def _leaf_key(x: Any) -> Hashable:
     """What of an argument leaf the compiled program depends on (a few hundred ns: it is
-    computed for every leaf of every call)."""
+    computed for every leaf of every call); a typed PRNG key keeps its key dtype, which
+    names its implementation."""
     if isinstance(x, np.ndarray):
         return x.shape, x.dtype, False
     if isinstance(x, _SCALARS):
@@ -191,7 +214,39 @@ def _leaf_key(x: Any) -> Hashable:
     if shape is None or dtype is None:
         arr = np.asarray(x)
         shape, dtype = arr.shape, arr.dtype
-    return tuple(shape), np.dtype(dtype), bool(getattr(x, "weak_type", False))
+    elif _is_key(dtype):
+        return tuple(shape), dtype, False
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TlcError(f"error: tlc.jax cannot take an argument of type {type(x).__name__} "
+                       f"with dtype {dtype}") from None
+    return tuple(shape), dtype, bool(getattr(x, "weak_type", False))
+
+
+def _is_key(dtype: Any) -> bool:
+    """Whether ``dtype`` is a typed PRNG key's (``key<fry>``: not a numpy dtype)."""
+    if isinstance(dtype, np.dtype):
+        return False
+    jax = _jax()
+    try:
+        return bool(jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key))
+    except TypeError:  # not a dtype at all: _leaf_key reports it
+        return False
+
+
+def _is_key_leaf(leaf_key: Hashable) -> bool:
+    """Whether a leaf's signature (:func:`_leaf_key`) is a typed PRNG key's."""
+    return isinstance(leaf_key, tuple) and _is_key(leaf_key[1])
+
+
+def _wrap_key(data: np.ndarray, dtype: Any) -> Any:
+    """Key data the program returned, as a typed key of ``dtype`` again."""
+    impl = getattr(dtype, "_impl", None)  # jax has no public way from dtype to impl
+    if impl is None:
+        raise TlcError(f"error: tlc.jax cannot return a {dtype} key with this jax; return "
+                       f"jax.random.key_data(key) instead")
+    return _jax().random.wrap_key_data(data, impl=impl)
 
 
 def _as_array(x: Any, dtype: np.dtype) -> np.ndarray:
@@ -210,9 +265,10 @@ _CALLSITE = re.compile(r"^callsite\((#loc\d*) at (#loc\d*)\)$")
 _OP_LOC = re.compile(r"loc\((#loc\d*)\)\s*$")
 
 
-def _located(err: CompileError, lowered: Any, name: str, device: Any) -> CompileError:
-    """``err`` again, at the Python line of the op it is about (compiling the lowering
-    with debug locations); ``err`` itself when jax recorded none."""
+def _located(err: CompileError, lowered: Any, name: str, device: Any) -> JaxCompileError:
+    """``err`` (a parse or compile error) again, at the Python line of the op it is about
+    (compiling the lowering with debug locations); at the StableHLO line where jax
+    recorded none."""
     import backend_opencl
 
     text = lowered.as_text(debug_info=True)
@@ -221,14 +277,13 @@ def _located(err: CompileError, lowered: Any, name: str, device: Any) -> Compile
     except CompileError as again:
         first = again.first
         where = _python_loc(text, first.loc.line if first.loc else 0)
-        if where is None:
-            return err
-        op_name, loc = where
-        message = first.message + (f" (jax: {op_name})" if op_name else "")
-        where = note(first.loc, "the op in the StableHLO jax produced")
-        return JaxCompileError([Diagnostic(first.severity, loc, message, (where,)),
-                                *again.diagnostics[1:]])
-    return err
+        if where is not None:
+            op_name, loc = where
+            message = first.message + (f" (jax: {op_name})" if op_name else "")
+            where = note(first.loc, "the op in the StableHLO jax produced")
+            return JaxCompileError([Diagnostic(first.severity, loc, message, (where,)),
+                                    *again.diagnostics[1:]])
+    return JaxCompileError(err.diagnostics)
 
 
 def _python_loc(text: str, line: int) -> tuple[str, Loc] | None:

@@ -120,7 +120,8 @@ class Func:
 class Decl:
     """A module-level symbol other than a function: Shardy's ``sdy.mesh @name = <...>``.
 
-    The body is kept as written (the mesh axes and device ids), and printed back.
+    The body is kept as written (the mesh axes and device ids), with the attributes that
+    follow it (jax's ``{stablehlo.mesh = {...}}``), and printed back.
     """
 
     kind: str
@@ -128,10 +129,11 @@ class Decl:
     body: str
     loc: Loc
     src_loc: Attr | None = None
+    attrs: DictAttr | None = None
 
     def __str__(self) -> str:
-        text = f"{self.kind} @{self.name} = {self.body}"
-        return f"{text} {self.src_loc}" if self.src_loc is not None else text
+        parts = [f"{self.kind} @{self.name} = {self.body}", self.attrs, self.src_loc]
+        return " ".join(str(x) for x in parts if x is not None)
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ from frontend.ir import attrs as A
 from frontend.ir.core import Block, Decl, Func, Module, Op, Region, Value, walk
 from frontend.ir.ops import ALIASES, ATTR_KINDS, OPS
 from frontend.ir.types import FunctionType, Type
-from frontend.syntax import custom, formats, literals
+from frontend.syntax import custom, formats, literals, shardy
 from frontend.syntax.attrparse import AttrParser
 from frontend.syntax.lexer import nested
 from tensorlang.diagnostics import CompileError, Loc, Source, note
@@ -121,7 +121,7 @@ class Parser(AttrParser):
         decls: list[Decl] = []
         while not self.accept("}"):
             if self.at("sdy.mesh"):
-                decls.append(self.parse_mesh())
+                decls.append(shardy.parse_mesh(self))
             elif self.at("func.func"):
                 funcs.append(self.parse_func())
             else:
@@ -129,17 +129,6 @@ class Parser(AttrParser):
         module = Module(name, attrs, funcs, loc, decls=decls)
         module.src_loc = self.parse_trailing_loc()
         return module
-
-    def parse_mesh(self) -> Decl:
-        """Shardy's ``sdy.mesh @name = <[axes], device_ids = [...]>``, kept as text."""
-        loc = self.loc()
-        kind = self.advance()
-        name = self.expect_kind("SYMBOL", "a mesh name")[1:]
-        self.expect("=")
-        if not self.at("<"):
-            self.fail("'<' to start the mesh")
-        body = " ".join(self.balanced().split())
-        return Decl(kind, name, body, loc, self.parse_trailing_loc())
 
     def parse_func(self) -> Func:
         """``func.func [public|private] @name(args) [-> results] [attributes] {body}``."""
@@ -221,7 +210,9 @@ class Parser(AttrParser):
                 self._block_header(block)
                 region.blocks.append(block)
                 continue
-            block.ops.append(self.parse_op())
+            op = self.parse_op()
+            if op is not None:
+                block.ops.append(op)
         self.scopes.pop()
         return region
 
@@ -245,11 +236,12 @@ class Parser(AttrParser):
         self.define(name, v)
 
     # -- values --------------------------------------------------------------------------
-    def define(self, name: str, value: Value) -> None:
-        """Bind ``name`` in the innermost scope; redefinitions are errors."""
+    def define(self, name: str, value: Value, loc: Loc | None = None) -> None:
+        """Bind ``name`` (written at ``loc``, default the value's) in the innermost
+        scope; redefinitions are errors."""
         for scope in self.scopes:
             if name in scope:
-                raise CompileError.at(value.loc, f"redefinition of SSA value '{name}'",
+                raise CompileError.at(loc or value.loc, f"redefinition of SSA value '{name}'",
                                       note(scope[name].loc, "previously defined here"))
         self.scopes[-1][name] = value
 
@@ -285,14 +277,22 @@ class Parser(AttrParser):
                                            f"than prior uses: '{t}' vs '{v.type}'")
 
     # -- operations ----------------------------------------------------------------------
-    def parse_op(self) -> Op:
-        """One operation with its result bindings and trailing location."""
+    def parse_op(self) -> Op | None:
+        """One operation with its result bindings and trailing location; None for a
+        Shardy annotation, whose results are bound to its operands instead."""
         names: list[tuple[str, int, int]] = []
         if self.kind == "VALUE":
             names = self._result_names()
         start = self.start
+        spelled = self.text.strip('"') if self.kind in ("STRING", "BARE") else ""
+        if spelled in shardy.ANNOTATIONS:
+            values = shardy.parse_annotation(self, spelled)
+            self.parse_trailing_loc()
+            self._bind_results(spelled, values, names, self.loc(start, self.prev_end),
+                               own=False)
+            return None
         if self.kind == "STRING":
-            op = self.parse_generic(start)
+            op = self.parse_generic()
         elif self.kind == "BARE":
             name = ALIASES.get(self.text, self.text)
             opdef = OPS.get(name)
@@ -307,12 +307,16 @@ class Parser(AttrParser):
         else:
             self.fail("an operation")
         op.src_loc = self.parse_trailing_loc()
-        self._bind_results(op, names)
+        self._bind_results(op.name, op.results, names, op.loc)
         return op
 
     def _unknown_op(self, name: str) -> None:
         if name in OPS:
             self.error(f"'{name}' has no pretty form here; use the generic form")
+        if name.startswith("sdy."):
+            self.error(f"'{name}' is not supported (of Shardy's ops only the sharding "
+                       f"annotations are read, as the identity: "
+                       f"{', '.join(sorted(shardy.ANNOTATIONS))})")
         if not name.startswith(KNOWN_DIALECTS):
             self.error(f"unknown operation '{name}' (only stablehlo, chlo, func, check "
                        f"and interpreter ops are supported)")
@@ -330,29 +334,43 @@ class Parser(AttrParser):
         self.expect("=")
         return names
 
-    def _bind_results(self, op: Op, names: list[tuple[str, int, int]]) -> None:
+    def _bind_results(self, op_name: str, results: list[Value],
+                      names: list[tuple[str, int, int]], loc: Loc, own: bool = True) -> None:
+        """Bind the result ``names`` to ``results``; ``own``: they are the op's new
+        values (named and located here), else values defined before (an annotation's
+        operands)."""
         total = sum(n[1] for n in names)
-        if total != len(op.results):
-            raise CompileError.at(op.loc, f"'{op.name}' has {len(op.results)} results but "
-                                          f"{total} names are bound")
+        if total != len(results):
+            raise CompileError.at(loc, f"'{op_name}' has {len(results)} results but "
+                                       f"{total} names are bound")
         i = 0
         for name, count, start in names:
+            where = self.loc(start, start + len(name))
             for k in range(count):
-                v = op.results[i]
-                v.name = name[1:] if count == 1 else f"{name[1:]}#{k}"
-                v.loc = self.loc(start, start + len(name))
-                self.define(f"{name}#{k}" if count > 1 else name, v)
+                v = results[i]
+                if own:
+                    v.name = name[1:] if count == 1 else f"{name[1:]}#{k}"
+                    v.loc = where
+                self.define(f"{name}#{k}" if count > 1 else name, v, where)
                 if k == 0 and count > 1:
-                    self.define(name, v)
+                    self.define(name, v, where)
                 i += 1
 
-    def parse_generic(self, start: int) -> Op:
+    def parse_generic(self) -> Op:
         """``"dialect.op"(operands) <{props}> ({regions}) {attrs} : (types) -> types``."""
         name = self.text[1:-1]
         if name not in OPS:
             self._unknown_op(name)
+        loc = self.loc(self.start, self.end)
+        operands, attrs, regions, ftype = self.generic_parts()
+        return self.make_op(name, operands, list(ftype.results), attrs, regions, loc)
+
+    def generic_parts(self) -> tuple[list[Value], dict[str, A.Attr], list[Region],
+                                     FunctionType]:
+        """What follows the name (at it) of an op in the generic form: operands,
+        properties and attributes, regions and the op's function type (checked against
+        the operands)."""
         self.advance()
-        loc = self.loc(start, self.prev_end)
         operands = self.paren_list(self.use)
         attrs: dict[str, A.Attr] = {}
         if self.accept("<"):
@@ -369,7 +387,7 @@ class Parser(AttrParser):
         if not isinstance(ftype, FunctionType):
             self.error("expected a function type like (T) -> T", tstart, self.prev_end)
         self.check_types(operands, ftype.inputs, self.loc(tstart, self.prev_end))
-        return self.make_op(name, operands, list(ftype.results), attrs, regions, loc)
+        return operands, attrs, regions, ftype
 
     def make_op(self, name: str, operands: list[Value], result_types: list[Type],
                 attrs: dict[str, A.Attr], regions: list[Region], loc: Loc) -> Op:

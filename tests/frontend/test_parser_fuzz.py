@@ -1,8 +1,9 @@
 """Mutation fuzzing of the StableHLO parser: only located CompileErrors escape.
 
-Seeds are the examples' .mlir files and a sample of the conformance files; the CI
-budget is small and deterministic.  ``TLC_FUZZ_CASES=100000`` runs a long campaign
-(docs/design.md, "Parser fuzzing").
+Seeds are the examples' .mlir files, a sample of the conformance files and jax's
+lowerings in data/ (Shardy, jax's attributes and locations); the CI budget is small and
+deterministic.  ``TLC_FUZZ_CASES=100000`` runs a long campaign (docs/design.md, "Parser
+fuzzing").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tests.frontend import corpus
 _EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.mlir"))
 _CONFORMANCE = ([p for p in corpus.files() if p.stat().st_size < 5000][::37]
                 if corpus.ROOT.exists() else [])
+_JAX = sorted((Path(__file__).resolve().parent / "data").glob("jax_*.mlir"))
 
 
 def _parse(text: str) -> None:
@@ -26,7 +28,8 @@ def _parse(text: str) -> None:
     str(module)  # the printer must cope with whatever the verifier accepted
 
 
-@pytest.mark.parametrize("seeds", [_EXAMPLES, _CONFORMANCE], ids=["examples", "conformance"])
+@pytest.mark.parametrize("seeds", [_EXAMPLES, _CONFORMANCE, _JAX],
+                         ids=["examples", "conformance", "jax"])
 def test_mutations_raise_only_compile_errors(seeds: list[Path]) -> None:
     """A few hundred seeded mutations: no traceback, no hang, every error located."""
     if not seeds:

@@ -195,3 +195,41 @@ def test_unhashable_static_argument_is_a_clear_error() -> None:
     f = tlc_jax.jit(functools.partial(jnp.reshape), static_argnums=1)
     with pytest.raises(TlcError, match="partial: static arguments must be hashable, got list"):
         f(_random(6), [2, 3])
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class _Lowered:
+    """A stand-in for jax's ``Lowered`` whose text tlc cannot parse (an op jax would
+    only emit on several devices), at this file's ``line`` in the debug locations."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+    def as_text(self, debug_info: bool = False) -> str:
+        loc = " loc(#loc2)" if debug_info and self.line else ""
+        return ("module @jit_f {\n  func.func public @main(%arg0: tensor<2xf32>) -> "
+                "tensor<2xf32> {\n    %0 = \"sdy.all_gather\"(%arg0) : (tensor<2xf32>) -> "
+                f"tensor<2xf32>{loc}\n    return %0 : tensor<2xf32>\n  }}\n}}\n"
+                f'#loc1 = loc("{__file__}":{self.line}:4 to :30)\n#loc2 = loc("f"(#loc1))\n')
+
+
+@pytest.mark.parametrize("located", [True, False])
+def test_parse_errors_are_jax_compile_errors(located: bool) -> None:
+    """A parse error takes the path of every compile error: a JaxCompileError at the
+    user's line where jax recorded one, else at the StableHLO line."""
+    line = inspect.currentframe().f_lineno if located else 0
+    f = tlc_jax.jit(_identity)
+    f._jitted = type("Jit", (), {"lower": lambda self, *args: _Lowered(line)})()
+    with pytest.raises(tlc_jax.JaxCompileError) as info:
+        f(_random(2))
+    first = info.value.first
+    assert "'sdy.all_gather' is not supported" in first.message
+    if located:
+        assert (first.loc.file, first.loc.line) == (__file__, line)
+        assert "<jax _identity>:3:10: note: the op in the StableHLO jax produced" \
+            in str(info.value)
+    else:
+        assert (first.loc.file, first.loc.line, first.loc.col) == ("<jax _identity>", 3, 10)
