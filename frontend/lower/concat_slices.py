@@ -17,7 +17,7 @@ from frontend.ir.core import Op, Value
 from frontend.ir.quant import is_quantized
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, groups_nd
-from frontend.lower.fused import ELEMENTWISE
+from frontend.lower.fused import same_index_operands
 
 if TYPE_CHECKING:
     from frontend.lower.driver import FuncLowering
@@ -30,19 +30,17 @@ MAX_INPUTS = 4
 
 def find_concatenation(lw: FuncLowering, v: Value) -> Op | None:
     """The lazy concatenation that ``v`` is, or that ``v``'s element-wise ops (each reading
-    its operands at the result's own index) reach first, depth first; None without one."""
-    op = v.owner
-    if not isinstance(op, Op) or lw.buffer_of(v) is not None or is_quantized(v.type):
-        return None
-    if op.name == "stablehlo.concatenate":
-        return op
-    if op.name not in ELEMENTWISE or len(op.results) != 1:
-        return None
-    for o in op.operands:
-        if types.shape(o) == types.shape(v):
-            found = find_concatenation(lw, o)
-            if found is not None:
-                return found
+    its operands at the result's own index) reach first, depth first; None without one.
+    Each value is visited once (a DAG sharing its values is not walked path by path)."""
+    stack, seen = [v], set()
+    while stack:
+        w = stack.pop()
+        if w in seen or lw.buffer_of(w) is not None or is_quantized(w.type):
+            continue
+        seen.add(w)
+        if isinstance(w.owner, Op) and w.owner.name == "stablehlo.concatenate":
+            return w.owner
+        stack.extend(reversed(same_index_operands(w)))
     return None
 
 

@@ -120,23 +120,15 @@ def _owned(lw: FuncLowering, op: Op, v: Value) -> bool:
     its buffer holds no other value and no constant."""
     if lw.uses.get(v) != 1:
         return False
-    nested = {r.block: o for o in lw.ops() for r in o.regions}
+    home = lw.region_of(op)
     owner = v.owner
     if isinstance(owner, Op):
-        if _block_of(nested, owner) is not _block_of(nested, op):
+        if lw.region_of(owner) is not home:
             return False
-    elif owner in nested or _block_of(nested, op) is not None:
+    elif lw.region_of(owner) is not None or home is not None:
         return False  # a block argument of a region, or a parameter read inside one
     buf = lw.materialize(v)
-    return lw.buffers[buf].init is None and sum(b == buf for b in lw.env.values()) == 1
-
-
-def _block_of(nested: dict[Block, Op], op: Op) -> Block | None:
-    """The region block holding ``op`` (None: the function's own block)."""
-    for block in nested:
-        if op in block.ops:
-            return block
-    return None
+    return lw.buffers[buf].init is None and list(lw.env.values()).count(buf) == 1
 
 
 def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:

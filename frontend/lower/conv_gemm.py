@@ -25,14 +25,14 @@ window, so only the pooled result reaches global memory (:func:`_pooled`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from math import prod
 
 from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.dot import Tail, gemm_output
-from frontend.lower.driver import FuncLowering, Planner
+from frontend.lower.driver import FuncLowering, Planner, Readers
 from frontend.lower.fused import Epilogue, Fused, plan_epilogue
 from frontend.lower.reduce import _ints, _padding
 
@@ -306,11 +306,11 @@ def pool_planner(k_size: int, nbytes: int) -> Planner:
     chain's root (or the result itself) when that is its only use (:func:`pool_window`) and
     a tile of whole pooling windows fits in local memory."""
 
-    def plan(source: Value, after: Sequence[Op], uses: dict[Value, int],
+    def plan(source: Value, readers: Callable[[Value], Readers], uses: dict[Value, int],
              claimed: set[Value]) -> Epilogue | None:
-        chain = plan_epilogue(source, after, uses, claimed)
+        chain = plan_epilogue(source, readers, uses, claimed)
         top = chain.root if chain is not None else source
-        user = next((o for o in after if top in o.operands), None)
+        user = next(iter(readers(top)), None)
         if (uses.get(top, 0) != 1 or user is None or user.name != "stablehlo.reduce_window"
                 or user.results[0] in claimed):
             return chain

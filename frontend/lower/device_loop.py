@@ -168,16 +168,22 @@ def _fold_inits(lw: FuncLowering, op: Op, carry: list[int]) -> list[tuple[Value,
     the loop kernel computes them first instead (a launch costs ~25 us on PoCL, more than
     one work-item filling a small buffer).  A loop with no trip count then launches a
     kernel doing that and its first chunk, then, while the flag says so, one without."""
-    out = []
+    alone: dict[int, list[int]] = {}  # buffer -> the launches with it as only argument
+    for j, s in enumerate(lw.steps):
+        if isinstance(s, Launch) and len(s.args) == 1:
+            alone.setdefault(s.args[0], []).append(j)
+    out, taken = [], []
     for v, c in zip(op.operands, carry, strict=True):
-        at = [j for j, s in enumerate(lw.steps) if isinstance(s, Launch) and s.args == (c,)]
+        at = alone.get(c, [])
         if len(at) != 1 or lw.buffer_of(v) != c or types.size(v) > MAX_ELEMENTS * 16:
             continue
         later = lw.steps[at[0] + 1:]
         if all(isinstance(s, Launch) and c not in s.args
                or isinstance(s, Copy) and c not in (s.src, s.dst) for s in later):
-            del lw.steps[at[0]]
+            taken.append(alone.pop(c)[0])
             out.append((v, c))
+    for j in sorted(taken, reverse=True):
+        del lw.steps[j]
     return out
 
 

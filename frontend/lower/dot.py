@@ -333,7 +333,7 @@ def _swapped_transpose(lw: FuncLowering, op: Op, ranks: tuple[int, int, int]) ->
     if FOLD_TRANSPOSES is False or not nf or not nr or lw.uses.get(r) != 1 \
             or lw.epilogue(r) is not None:
         return None
-    users = [o for o in lw.ops() if r in o.operands]
+    users = lw.users(r)
     if len(users) != 1 or users[0].name != "stablehlo.transpose":
         return None
     perm = [int(d) for d in users[0].attr("permutation")]  # type: ignore[union-attr]
@@ -350,7 +350,7 @@ def _transposed_output(lw: FuncLowering, op: Op, acc: str, ranks: tuple[int, int
     if FOLD_TRANSPOSES is False or types.elem(r) != acc or lw.uses.get(r) != 1 \
             or lw.epilogue(r) is not None:
         return None
-    users = [o for o in lw.ops() if r in o.operands]
+    users = lw.users(r)
     if len(users) != 1 or users[0].name != "stablehlo.transpose":
         return None
     user = users[0]

@@ -10,6 +10,7 @@ away.  Function results are materialized at the return.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,8 +33,38 @@ from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Buffer, Launch, Plan, Step, with_frees
 
-Planner = Callable[[Value, Sequence[Op], dict[Value, int], set[Value]], Epilogue | None]
-"""Finds the consumers of a kernel op's result to fuse into its kernel (``plan_epilogue``)."""
+
+class Readers:
+    """The ops of a block after a kernel op that read the values watched (:meth:`watch`),
+    in block order, each once: what an epilogue planner scans.  Only those are visited,
+    so planning every kernel op of a block is not quadratic in its length (a scan of every
+    op after each one was)."""
+
+    def __init__(self, lw: FuncLowering, op: Op, v: Value) -> None:
+        self._lw = lw
+        self._block, self._last = lw.position(op)
+        self._heap: list[int] = []
+        self.watch(v)
+
+    def watch(self, v: Value) -> None:
+        """Include the ops of the block after the last one yielded that read ``v``."""
+        for user in self._lw.users(v):
+            block, at = self._lw.position(user)
+            if block is self._block and at > self._last:
+                heapq.heappush(self._heap, at)
+
+    def __iter__(self) -> Iterator[Op]:
+        while self._heap:
+            at = heapq.heappop(self._heap)
+            if at > self._last:
+                self._last = at
+                yield self._block.ops[at]
+
+
+Planner = Callable[[Value, Callable[[Value], Readers], dict[Value, int], set[Value]],
+                   Epilogue | None]
+"""Finds the consumers of a kernel op's result to fuse into its kernel (``plan_epilogue``),
+given the :class:`Readers` of a value after the op."""
 
 _PASSIVE = {"stablehlo.return", "func.return", "stablehlo.optimization_barrier"}
 
@@ -56,12 +87,16 @@ class FuncLowering:
         self.module = module
         self.buffers: list[Buffer] = []
         self.kernels: list[str] = []
-        self.env: dict[Value, int] = {}
+        self._env: dict[Value, int] = {}
         self.steps: list[Step] = []
         self.uses: dict[Value, int] = {}
+        self._users: dict[Value, list[Op]] = {}
+        self.splats: dict[Value, bool] = {}
+        """:func:`fused.splat_constant`'s answers, valid while the buffers it saw stay as
+        they are (emptied when a value it called splat gets one, or ``env`` is replaced)."""
         self.tuples: dict[Value, list[Value]] = {}
         self.checks: list[tuple[int, object]] = []  # check.* ops: (buffer, Check)
-        self._nested: set[Value] = set()
+        self._regions: set[Block] = set()  # the blocks of ops' regions
         self._where: dict[Op, tuple[Block, int]] = {}  # op -> its block and position
         self._pending: dict[Value, Epilogue] = {}  # deferred kernel ops, by epilogue root
         self._claimed: set[Value] = set()  # values of pending epilogues (roots included)
@@ -78,17 +113,29 @@ class FuncLowering:
         """A new buffer shaped like ``v``."""
         return self.new_buffer(types.elem(v), types.shape(v))
 
+    @property
+    def env(self) -> dict[Value, int]:
+        """The buffer of every materialized value (lazy values have none)."""
+        return self._env
+
+    @env.setter
+    def env(self, env: dict[Value, int]) -> None:
+        self._env = env
+        self.splats.clear()
+
     def bind(self, v: Value, buffer: int) -> None:
         """``v`` lives in ``buffer`` from now on."""
-        self.env[v] = buffer
+        if self.splats.get(v):  # no longer splat, nor what was splat through it
+            self.splats.clear()
+        self._env[v] = buffer
 
     def buffer_of(self, v: Value) -> int | None:
         """The buffer holding ``v``, or None while it is lazy (fusible)."""
-        return self.env.get(v)
+        return self._env.get(v)
 
     def materialize(self, v: Value) -> int:
         """The buffer holding ``v``, computing it with a fused kernel if needed."""
-        buf = self.env.get(v)
+        buf = self._env.get(v)
         if buf is not None:
             return buf
         out = self.buffer_for(v)
@@ -145,18 +192,32 @@ class FuncLowering:
 
     def count_uses(self, body: Region) -> None:
         """Count uses of every value in ``body`` (calls already inlined); note where each
-        op is."""
+        op is and its users."""
         for block in body.blocks:
             for pos, op in enumerate(block.ops):
                 self._where[op] = (block, pos)
                 for v in op.operands:
                     self.uses[v] = self.uses.get(v, 0) + 1
+                    self._users.setdefault(v, []).append(op)
                 for region in op.regions:
+                    self._regions.add(region.block)
                     self.count_uses(region)
 
-    def ops(self) -> list[Op]:
-        """Every op of the function, nested regions included (after :meth:`count_uses`)."""
-        return list(self._where)
+    def position(self, op: Op) -> tuple[Block, int]:
+        """The block holding ``op`` and its index there (after :meth:`count_uses`)."""
+        return self._where[op]
+
+    def region_of(self, where: Op | Block) -> Block | None:
+        """The block of an op's region that holds op ``where`` or is block ``where``; None
+        for the function's own block and for ops outside the function (quantized
+        shadows)."""
+        block = where if isinstance(where, Block) else self._where.get(where, (None,))[0]
+        return block if block in self._regions else None
+
+    def users(self, v: Value) -> list[Op]:
+        """The ops reading ``v``, once per operand that is ``v`` (after
+        :meth:`count_uses`)."""
+        return self._users.get(v, [])
 
     def lower_block(self, block: Block) -> list[Value]:
         """Lower the ops of ``block``; return the values its terminator returns."""
@@ -195,11 +256,9 @@ class FuncLowering:
         ``planner`` finds them (``reduce_rows.plan_rows``: reduce+broadcast chains)."""
         if self._active is not None and self._active.source is op.results[0]:
             return False
-        where = self._where.get(op)
-        if where is None or len(op.results) != 1:
+        if op not in self._where or len(op.results) != 1:
             return False
-        block, pos = where
-        plan = planner(op.result, block.ops[pos + 1:], self.uses, self._claimed)
+        plan = planner(op.result, lambda v: Readers(self, op, v), self.uses, self._claimed)
         if plan is None:
             return False
         self._pending[plan.root] = plan

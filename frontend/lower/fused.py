@@ -8,7 +8,6 @@ ops, broadcasts, reshapes, transposes and slices fuse into the consumer's kernel
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,7 +20,7 @@ from frontend.lower.registry import ELEMENTAL
 from tensorlang.diagnostics import CompileError
 
 if TYPE_CHECKING:
-    from frontend.lower.driver import FuncLowering
+    from frontend.lower.driver import FuncLowering, Readers
 
 ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
     "abs add and atan2 cbrt ceil clamp compare complex convert cosine count_leading_zeros "
@@ -36,6 +35,11 @@ ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
 element's own index (epilogue fusion relies on it: ``FuncLowering.defer_to_epilogue``)."""
 
 
+DEEP = 64
+"""Nested elemental lowerings past which :meth:`Fused.value` computes a chain's operands
+before the op that reads them (about 5 Python frames each: the recursion limit is 1000)."""
+
+
 class Fused:
     """Elemental code generation into one kernel."""
 
@@ -46,6 +50,7 @@ class Fused:
         self.redirect: dict[Value, Callable[[Sequence[IndexExpr]], str]] = {}
         """Values whose elements are read elsewhere than from their buffer or their op: the
         function gives the element's SSA name (row fusion's stash: ``reduce_rows``)."""
+        self._depth = 0  # elemental lowerings under way, nested
 
     def value(self, v: Value, idx: Sequence[IndexExpr]) -> str:
         """Element ``idx`` (row-major) of ``v``."""
@@ -62,8 +67,46 @@ class Fused:
             n = types.size(v)
             result = self.k.load(buf, types.elem(v), n, self.k.linear(idx, types.shape(v)))
         else:
-            result = self._wrap(v, self._elemental(v, list(idx)))
+            if self._depth >= DEEP:
+                self._operands_first(v, idx)
+            self._depth += 1
+            try:
+                result = self._wrap(v, self._elemental(v, list(idx)))
+            finally:
+                self._depth -= 1
         return self.k.remember(key, result)
+
+    def _operands_first(self, v: Value, idx: Sequence[IndexExpr]) -> None:
+        """Compute the operands of ``v``'s element-wise chain (:meth:`_chain_operands`)
+        deepest first, in the order the recursion of :meth:`value` reaches them: then
+        each is memoized when its consumer asks, so the recursion stays shallow however
+        long the chain (``c = c * c`` a thousand times).  The code is the same but for
+        the order of ops whose lowering reads an operand after emitting some."""
+        order: list[Value] = []
+        seen = {v}
+        stack = [(o, False) for o in reversed(self._chain_operands(v, idx))]
+        while stack:
+            w, done = stack.pop()
+            if done:
+                order.append(w)
+            elif w not in seen:
+                seen.add(w)
+                stack.append((w, True))
+                stack.extend((o, False) for o in reversed(self._chain_operands(w, idx)))
+        for w in order:
+            self.value(w, idx)
+
+    def _chain_operands(self, v: Value, idx: Sequence[IndexExpr]) -> list[Value]:
+        """The operands of ``v`` when its element ``idx`` is still to be computed by an
+        element-wise op reading each of them, in order, at ``idx``; else none."""
+        if v in self.bound or v in self.redirect or self.lw.buffer_of(v) is not None \
+                or self.k.lookup(("value", id(v), tuple(idx))) is not None:
+            return []
+        operands = same_index_operands(v)
+        op = v.owner
+        if not isinstance(op, Op) or len(operands) != len(op.operands) or not _plain(op):
+            return []
+        return operands
 
     def _wrap(self, v: Value, x: str) -> str:
         """Sub-byte integers computed in bytes: wrap to their own width."""
@@ -117,9 +160,10 @@ class Epilogue:
     values: frozenset[Value]
 
 
-def plan_epilogue(source: Value, after: Sequence[Op], uses: dict[Value, int],
+def plan_epilogue(source: Value, readers: Callable[[Value], Readers], uses: dict[Value, int],
                   claimed: set[Value]) -> Epilogue | None:
-    """The longest legal epilogue of ``source`` among the ops ``after`` it in its block.
+    """The longest legal epilogue of ``source`` among the ops after it in its block (those
+    reading its chain: ``readers``).
 
     Ops join while they are elementwise (:data:`ELEMENTWISE`, one result) and read chain
     values of their own shape, so every chain value is read at the element being
@@ -134,10 +178,9 @@ def plan_epilogue(source: Value, after: Sequence[Op], uses: dict[Value, int],
     live = 1 if outstanding[source] else 0  # chain values with uses outside the chain
     chain: list[Value] = []
     best = 0
-    for op in after:
+    later = readers(source)
+    for op in later:
         mine = [v for v in op.operands if v in outstanding]
-        if not mine:
-            continue
         if not _joins(op, mine, claimed):
             break
         for v in mine:
@@ -145,6 +188,7 @@ def plan_epilogue(source: Value, after: Sequence[Op], uses: dict[Value, int],
             if outstanding[v] == 0:
                 live -= 1
         result = op.results[0]
+        later.watch(result)
         outstanding[result] = uses.get(result, 0)
         live += outstanding[result] > 0
         chain.append(result)
@@ -159,8 +203,22 @@ def _joins(op: Op, chain_operands: list[Value], claimed: set[Value]) -> bool:
     if op.name not in ELEMENTWISE or len(op.results) != 1 or op.results[0] in claimed:
         return False
     shape = types.shape(op.results[0])
-    return (all(types.shape(v) == shape for v in chain_operands)
-            and not any(is_quantized(v.type) for v in (*op.operands, *op.results)))
+    return all(types.shape(v) == shape for v in chain_operands) and _plain(op)
+
+
+def _plain(op: Op) -> bool:
+    """True when no operand or result of ``op`` is quantized."""
+    return not any(is_quantized(v.type) for v in (*op.operands, *op.results))
+
+
+def same_index_operands(v: Value) -> list[Value]:
+    """The operands that the element-wise op (:data:`ELEMENTWISE`) defining ``v`` reads at
+    ``v``'s own index, those of ``v``'s shape, in order; none for other ops."""
+    op = v.owner
+    if not isinstance(op, Op) or op.name not in ELEMENTWISE or len(op.results) != 1:
+        return []
+    shape = types.shape(v)
+    return [o for o in op.operands if types.shape(o) == shape]
 
 
 def materialize_results(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
@@ -200,8 +258,6 @@ _LIGHT = frozenset(f"stablehlo.{name}" for name in (
     "select shift_left shift_right_arithmetic shift_right_logical sign subtract xor").split())
 """Element-wise ops costing a few instructions per element."""
 _RETURNS = frozenset({"func.return", "stablehlo.return"})
-_USERS: weakref.WeakKeyDictionary[FuncLowering, dict[Value, list[Op]]] = (
-    weakref.WeakKeyDictionary())
 
 
 def recompute_instead(lw: FuncLowering, v: Value) -> bool:
@@ -218,30 +274,42 @@ def recompute_instead(lw: FuncLowering, v: Value) -> bool:
         return False
     if not all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands):
         return False
-    return all(u.name in ELEMENTWISE or u.name in _RETURNS for u in _users(lw).get(v, []))
-
-
-def _users(lw: FuncLowering) -> dict[Value, list[Op]]:
-    users = _USERS.get(lw)
-    if users is None:
-        users = {}
-        for user in lw.ops():
-            for o in user.operands:
-                users.setdefault(o, []).append(user)
-        _USERS[lw] = users
-    return users
+    return all(u.name in ELEMENTWISE or u.name in _RETURNS for u in lw.users(v))
 
 
 def splat_constant(lw: FuncLowering, v: Value) -> bool:
     """True for a lazy value whose elements are all one compile-time constant: a splat
     constant, or element-wise ops, broadcasts and reshapes of such values.  It is never
     worth a buffer: recomputed in each consumer, the OpenCL compiler folds it (an integer
-    divisor becomes a multiplication by its reciprocal instead of a loaded ``idiv``)."""
+    divisor becomes a multiplication by its reciprocal instead of a loaded ``idiv``).
+
+    Each value is decided once (``lw.splats``), after its operands and without recursion,
+    so a long chain or a DAG sharing its values costs time linear in its size."""
+    memo = lw.splats
+    stack = [v]
+    while stack:
+        w = stack[-1]
+        if w not in memo:
+            operands = _splat_through(lw, w)
+            if operands is None or any(memo.get(o) is False for o in operands):
+                memo[w] = False
+            elif todo := [o for o in operands if o not in memo]:
+                stack.extend(todo)
+                continue
+            else:
+                memo[w] = True
+        stack.pop()
+    return memo[v]
+
+
+def _splat_through(lw: FuncLowering, v: Value) -> Sequence[Value] | None:
+    """The operands ``v`` is a splat constant through when they all are; None when it
+    cannot be one."""
     op = v.owner
     if not isinstance(op, Op) or lw.buffer_of(v) is not None or op.regions:
-        return False
+        return None
     if op.name == "stablehlo.constant":
-        return True
+        return ()
     if op.name not in ELEMENTWISE and op.name not in _SPLAT_KEEPING:
-        return False
-    return all(splat_constant(lw, o) for o in op.operands)
+        return None
+    return op.operands

@@ -21,7 +21,7 @@ work-items.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -29,7 +29,7 @@ from frontend.ir.core import Op, Value
 from frontend.ir.quant import is_quantized
 from frontend.lower import reduce_coop, types
 from frontend.lower.builder import CHUNK, IndexExpr, KernelBuilder
-from frontend.lower.driver import FuncLowering
+from frontend.lower.driver import FuncLowering, Readers
 from frontend.lower.fused import ELEMENTWISE, Epilogue, Fused
 
 ENABLED = True
@@ -61,11 +61,12 @@ class RowGroup(Epilogue):
     """A reduce input computed in the group and read again by the root (``_stash``)."""
 
 
-def plan_rows(source: Value, after: Sequence[Op], uses: dict[Value, int],
+def plan_rows(source: Value, readers: Callable[[Value], Readers], uses: dict[Value, int],
               claimed: set[Value]) -> RowGroup | None:
     """The longest row-fusion group that starts with the reduce defining ``source`` among
-    the ops ``after`` it (same rules as ``fused.plan_epilogue``: a prefix whose values but
-    the last are used only inside it), or None."""
+    the ops after it (those reading the group: ``readers``; same rules as
+    ``fused.plan_epilogue``: a prefix whose values but the last are used only inside it),
+    or None."""
     op = source.owner
     assert isinstance(op, Op)
     if not ENABLED or not _trailing(op) or op.results[0] in claimed:
@@ -77,10 +78,9 @@ def plan_rows(source: Value, after: Sequence[Op], uses: dict[Value, int],
     live = 1 if outstanding[op.results[0]] else 0
     chain: list[Op] = []
     best = 0
-    for o in after:
+    later = readers(op.results[0])
+    for o in later:
         mine = [v for v in o.operands if v in kinds]
-        if not mine:
-            continue
         kind = _joins(o, mine, kinds, (shape, rank), claimed)
         if kind is None:
             break
@@ -88,6 +88,7 @@ def plan_rows(source: Value, after: Sequence[Op], uses: dict[Value, int],
             outstanding[v] -= 1
             live -= outstanding[v] == 0
         result = o.results[0]
+        later.watch(result)
         kinds[result] = kind
         outstanding[result] = uses.get(result, 0)
         live += outstanding[result] > 0

@@ -106,7 +106,9 @@ def reverse(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 
 @elemental("stablehlo.concatenate")
 def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
-    """Pick the input whose range along ``dimension`` holds the index."""
+    """Pick the input whose range along ``dimension`` holds the index: a binary search
+    over the inputs' offsets (branches nested log2(inputs) deep, not one per input: a
+    stack of 400 arrays exceeded Python's recursion limit)."""
     d = int(op.attr("dimension"))  # type: ignore[arg-type]
     inputs = [v for v in op.operands if types.shape(v)[d] > 0]
     t = types.elem(op.result)
@@ -116,15 +118,17 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
         offsets.append(at)
         at += types.shape(v)[d]
 
-    def pick(i: int) -> str:
-        sub = list(idx)
-        sub[d] = k.isub(idx[d], offsets[i])
-        if i == len(inputs) - 1:
-            return f.value(inputs[i], sub)
-        cond = k.cmp("lt", k.idx(idx[d]), k.idx(offsets[i + 1]), "index")
-        return k.branch(cond, t, lambda: f.value(inputs[i], sub), lambda: pick(i + 1))
+    def pick(lo: int, hi: int) -> str:
+        """The element from the one of inputs ``lo..hi`` whose range holds it."""
+        if lo == hi:
+            sub = list(idx)
+            sub[d] = k.isub(idx[d], offsets[lo])
+            return f.value(inputs[lo], sub)
+        mid = (lo + hi + 1) // 2
+        cond = k.cmp("lt", k.idx(idx[d]), k.idx(offsets[mid]), "index")
+        return k.branch(cond, t, lambda: pick(lo, mid - 1), lambda: pick(mid, hi))
 
-    return pick(0)
+    return pick(0, len(inputs) - 1)
 
 
 @elemental("stablehlo.pad")
