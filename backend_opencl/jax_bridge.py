@@ -1,12 +1,17 @@
 """Run JAX functions with tlc: ``tlc.jax.jit(f)`` (also ``backend_opencl.jax_bridge.jit``).
 
-``jit(f, static_argnums=..., static_argnames=..., device=...)`` returns a callable that,
-like ``jax.jit``, specialises ``f`` per signature: the pytree structure of the dynamic
-arguments, each leaf's shape, dtype and weak type, and the static arguments' values.
-For a new signature it lowers ``f`` with jax to StableHLO and compiles that with
-:func:`backend_opencl.compile_stablehlo` (kept in memory per signature, and on disk by
-the compile cache, so a second process skips tlc's lowering and code generation; jax
-still traces ``f`` once per process and signature).
+``jit(f, static_argnums=..., static_argnames=..., donate_argnums=..., device=...)``
+returns a callable that, like ``jax.jit``, specialises ``f`` per signature: the pytree
+structure of the dynamic arguments, each leaf's shape, dtype and weak type, and the static
+arguments' values. For a new signature it lowers ``f`` with jax to StableHLO and compiles
+that with :func:`backend_opencl.compile_stablehlo` (kept in memory per signature, and on
+disk by the compile cache, so a second process skips tlc's lowering and code generation;
+jax still traces ``f`` once per process and signature). ``.lower(*args)`` and
+``.compile()`` do the same ahead of time (:mod:`backend_opencl.jax_aot`).
+
+Called with jax tracers (inside ``jax.jit``, ``grad``, ``vmap``, ``eval_shape`` ...) it
+is one application of the ``tlc_call`` primitive, whose rules compile the transformed
+function with tlc (:mod:`backend_opencl.jax_primitive`).
 
 Arguments may be jax arrays, numpy arrays, Python scalars or typed PRNG keys
 (``jax.random.key``: passed as their ``key_data``, as jax lowers them); results are
@@ -23,12 +28,14 @@ imported only when a function is wrapped: ``pip install 'tlc[jax]'``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import linecache
 import re
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -52,19 +59,24 @@ def _jax() -> Any:
 
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), device: Any = None,
+        static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None, device: Any = None,
         check_bounds: bool = False) -> Any:
     """``jax.jit``'s spelling for tlc: ``f`` compiled by tlc for ``device`` (an OpenCL
     device: index or name part, as ``tlc devices`` shows; default as ``tlc`` chooses).
 
     Usable as ``jit(f, ...)``, ``@jit`` or ``@functools.partial(jit, static_argnums=1)``.
-    ``check_bounds`` compiles run-time bounds guards into the kernels.
+    ``check_bounds`` compiles run-time bounds guards into the kernels. Donation
+    (``donate_argnums``, ``donate_argnames``) is a hint, as jax allows: the lowering marks
+    the donated parameters, and tlc neither reuses nor invalidates their arrays.
     """
+    options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
+               "donate_argnums": donate_argnums, "donate_argnames": donate_argnames,
+               "device": device, "check_bounds": check_bounds}
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, device=device,
-                                 check_bounds=check_bounds)
-    return Jitted(fun, static_argnums, static_argnames, device, check_bounds)
+        return functools.partial(jit, **options)
+    return Jitted(fun, **options)
 
 
 class _Signature(NamedTuple):
@@ -88,12 +100,34 @@ class _Entry:
     key_results: tuple[tuple[int, Any], ...] = ()  # (leaf, key dtype)
 
 
+_LOWERING_FOR_TLC: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "tlc_jax_lowering", default=False)
+
+
+def lowering_for_tlc() -> bool:
+    """Whether jax is lowering a function for tlc now (a ``tlc.jax.jit`` function called
+    inside it is then inlined: tlc compiles the whole program)."""
+    return _LOWERING_FOR_TLC.get()
+
+
+@contextlib.contextmanager
+def inlining_tlc() -> Iterator[None]:
+    """While jax lowers a function for tlc (see :func:`lowering_for_tlc`)."""
+    token = _LOWERING_FOR_TLC.set(True)
+    try:
+        yield
+    finally:
+        _LOWERING_FOR_TLC.reset(token)
+
+
 class Jitted:
     """A JAX function compiled by tlc per signature; call it like the function."""
 
-    def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int],
-                 static_argnames: str | Sequence[str], device: Any,
-                 check_bounds: bool) -> None:
+    def __init__(self, fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (),
+                 donate_argnums: int | Sequence[int] | None = None,
+                 donate_argnames: str | Sequence[str] | None = None, device: Any = None,
+                 check_bounds: bool = False) -> None:
         jax = _jax()
         functools.update_wrapper(self, fun)
         self.fun = fun
@@ -101,29 +135,29 @@ class Jitted:
         self.check_bounds = check_bounds
         self._nums, self._names = _static_args(fun, static_argnums, static_argnames)
         self._jitted = jax.jit(fun, static_argnums=self._nums, static_argnames=self._names,
+                               donate_argnums=donate_argnums,
+                               donate_argnames=donate_argnames,
                                keep_unused=True)  # every leaf stays a parameter
+        self._tracer = jax.core.Tracer
         self._cache: dict[_Signature, _Entry] = {}
+        self._traced: dict[_Signature, Any] = {}  # jax_primitive.Traced per signature
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, key = self._signature(args, kwargs)
-        entry = self._cache.get(key)
-        if entry is None:
-            with self._lock:
-                entry = self._cache.get(key) or self._compile(args, kwargs, key)
-                self._cache[key] = entry
-        for i in entry.key_args:
-            leaves[i] = _jax().random.key_data(leaves[i])
-        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes,
-                                                          strict=True)]
-        outs = list(entry.exe(*arrays)[:entry.results])
-        for i, dtype in entry.key_results:
-            outs[i] = _wrap_key(outs[i], dtype)
-        return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
+        if any(isinstance(x, self._tracer) for x in leaves):
+            return self._call_traced(leaves, key)
+        entry = self._cache.get(key) or self._entry(key, lambda: self._lower(args, kwargs))
+        return self._run(entry, leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
-        """jax's ``Lowered`` for these arguments (``.as_text()`` is what tlc compiles)."""
-        return self._jitted.lower(*args, **kwargs)
+        """The lowering for these arguments (arrays or ``jax.ShapeDtypeStruct``), as
+        :class:`backend_opencl.jax_aot.Lowered`: ``as_text()`` is the StableHLO tlc
+        compiles, ``compile()`` tlc's executable."""
+        from backend_opencl.jax_aot import Lowered
+
+        _, key = self._signature(args, kwargs)
+        return Lowered(self, key, self._lower(args, kwargs))
 
     @property
     def _name(self) -> str:
@@ -152,12 +186,61 @@ class Jitted:
                            f"{', '.join(type(v).__name__ for _, v in static)}") from None
         return leaves, key
 
-    def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 key: _Signature) -> _Entry:
-        """Lower with jax and compile with tlc (the disk cache may answer)."""
+    def _arguments(self, key: _Signature, leaves: Sequence[Any]
+                   ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The positional and keyword arguments of a call again, from its dynamic leaves
+        and the static values in ``key``."""
+        dynamic, kwargs = _jax().tree_util.tree_unflatten(key.tree, leaves)
+        args = list(dynamic)
+        for where, value in key.static:  # positions ascending, then names
+            if isinstance(where, int):
+                args.insert(where, value)
+            else:
+                kwargs[where] = value
+        return tuple(args), kwargs
+
+    def _run(self, entry: _Entry, leaves: list[Any]) -> Any:
+        """Run a compiled signature on a call's dynamic leaves; its results' pytree."""
+        for i in entry.key_args:
+            leaves[i] = _jax().random.key_data(leaves[i])
+        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes,
+                                                          strict=True)]
+        outs = list(entry.exe(*arrays)[:entry.results])
+        for i, dtype in entry.key_results:
+            outs[i] = _wrap_key(outs[i], dtype)
+        return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _call_traced(self, leaves: list[Any], key: _Signature) -> Any:
+        """A call with jax tracers among the leaves: one ``tlc_call`` (or ``f`` itself
+        while jax lowers a program for tlc, which then compiles the whole)."""
+        from backend_opencl import jax_primitive
+
+        if lowering_for_tlc():
+            args, kwargs = self._arguments(key, leaves)
+            return self.fun(*args, **kwargs)
+        traced = self._traced.get(key)
+        if traced is None:
+            traced = self._traced.setdefault(key, jax_primitive.Traced(self, key))
+        return traced(leaves)
+
+    def _lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """jax's ``Lowered`` of ``f`` for a call's arguments."""
+        with inlining_tlc():
+            return self._jitted.lower(*args, **kwargs)
+
+    def _entry(self, key: _Signature, lower: Callable[[], Any]) -> _Entry:
+        """The compiled signature ``key``, compiling ``lower()`` the first time."""
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key) or self._compile(lower(), key)
+                self._cache[key] = entry
+        return entry
+
+    def _compile(self, lowered: Any, key: _Signature) -> _Entry:
+        """Compile jax's lowering with tlc (the disk cache may answer)."""
         import backend_opencl
 
-        lowered = self._jitted.lower(*args, **kwargs)
         name = f"<jax {self._name}>"
         try:
             exe = backend_opencl.compile_stablehlo(lowered.as_text(), device=self.device,

@@ -1,8 +1,10 @@
 """``tlc.jax.jit(f)``: a JAX function compiled and run by tlc (see
-:mod:`backend_opencl.jax_bridge`)."""
+:mod:`backend_opencl.jax_bridge`); ``.lower(*args).compile()`` ahead of time
+(:mod:`backend_opencl.jax_aot`)."""
 
 from __future__ import annotations
 
+from backend_opencl.jax_aot import Compiled, Lowered, Summary
 from backend_opencl.jax_bridge import JaxCompileError, Jitted, jit
 
-__all__ = ["JaxCompileError", "Jitted", "jit"]
+__all__ = ["Compiled", "JaxCompileError", "Jitted", "Lowered", "Summary", "jit"]
