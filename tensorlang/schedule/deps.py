@@ -59,13 +59,23 @@ class Footprint:
         return set(self.reads) | set(self.writes)
 
 
+MAX_PIECES = 8
+"""The most disjuncts a footprint set keeps: beyond, it becomes its simple hull (an
+over-approximation: a dependence more, never one less).  A statement with hundreds of
+accesses to one root (a concatenation of 500 inputs) made every merge coalesce a set
+that kept growing: 36 s of a 44 s compile."""
+
+
 def _merge(into: Sets, other: Sets) -> None:
     for root, s in other.items():
         if root not in into:
             into[root] = s
             continue
         try:
-            into[root] = into[root].union(s).coalesce()
+            merged = into[root].union(s).coalesce()
+            if merged.n_basic_set() > MAX_PIECES:
+                merged = merged.simple_hull().to_set()
+            into[root] = merged
         except isl.Error:  # incomparable spaces: the whole root
             into[root] = isl.Set.universe(s.get_space())
 
