@@ -32,7 +32,7 @@ from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
-_CONTRACTIONS = {"gemm": "C", "gemv": "C", "ger": "C"}
+_CONTRACTIONS = ("gemm", "gemv", "ger")
 Progress = Callable[[str], None]
 
 
@@ -85,7 +85,7 @@ def _first_contraction(func: Function) -> tuple[ScalarType, str, str, bool] | No
     """(type, M, N, reads a transposed operand) of the kernel's first contraction."""
     for inst in func.walk():
         if inst.name in _CONTRACTIONS:
-            out: MemRefType = inst.operand(_CONTRACTIONS[inst.name]).type
+            out: MemRefType = inst.operand(inst.op.output).type
             shape = [str(s) if s is not None else "M" for s in out.shape] + ["1"]
             transposed = any(inst.attrs.get(a) is Transpose.T for a in ("trans_a", "trans_b"))
             return out.element, shape[0], shape[1], transposed

@@ -108,9 +108,6 @@ def emit_foreach(em: KernelEmitter, inst: Instruction) -> None:
     write_loops(em.w, tree, statements, narrow=narrow, vectorize=wide)
 
 
-_HOISTABLE = frozenset({"arith", "cast", "cmp", "constant", "load", "select", "math", "size"})
-"""Instructions without side effects that may move out of the innermost element loop."""
-
 
 def _hoist_invariants(em: KernelEmitter, inst: Instruction, tree: Node,
                       statements: dict) -> Node:
@@ -166,7 +163,7 @@ def _invariant_prefix(body: Region, coordinate: int) -> list[Instruction]:
     varying = {id(body.args[coordinate])}
     hoisted: list[Instruction] = []
     for item in body.instructions:
-        if item.name not in _HOISTABLE or item.regions:
+        if not item.op.hoistable or item.regions:
             break
         if any(id(v) in varying for v in item.operand_values()):
             varying.update(id(r) for r in item.results)

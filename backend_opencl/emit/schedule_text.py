@@ -12,7 +12,8 @@ from tensorlang.schedule.domains import Statement
 from tensorlang.schedule.show import show_function
 from tensorlang.schedule.tiling import TileShape
 
-_OUT = {"gemm": "C", "gemv": "C", "ger": "C", "sum": "B"}
+_TILED = ("gemm", "gemv", "ger", "sum")
+"""The collectives tiled onto work-items (the others run as foreach loops)."""
 
 
 def schedule_text(program: Program, target: Target) -> str:
@@ -27,9 +28,9 @@ def schedule_text(program: Program, target: Target) -> str:
 
 
 def _shape(plan: KernelPlan, inst: Instruction, stmt: Statement) -> TileShape | None:
-    if inst.name not in _OUT or (inst.name == "sum" and len(stmt.dims) == 1):
+    if inst.name not in _TILED or (inst.name == "sum" and len(stmt.dims) == 1):
         return None
-    out: MemRefType = inst.operand(_OUT[inst.name]).type
+    out: MemRefType = inst.operand(inst.op.output).type
     m = stmt.constraints[0].split(" < ")[-1]
     n = stmt.constraints[1].split(" < ")[-1] if len(stmt.dims) > 2 or inst.name == "ger" \
         else "1"

@@ -31,16 +31,18 @@ def _results(op: OpDef) -> str:
 
 
 def instruction_index() -> str:
-    """A markdown table of every instruction: kind, operands, attributes, results, regions."""
+    """A markdown table of every instruction: kind, operands, attributes, results,
+    regions, traits."""
     rows = [
-        "| instruction | kind | operands | attributes | results | regions | summary |",
-        "|---|---|---|---|---|---|---|",
+        "| instruction | kind | operands | attributes | results | regions | traits | summary |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in sorted(OPS):
         op = OPS[name]
         attrs = ", ".join(a for a, _ in op.attrs) or "—"
+        traits = "; ".join(op.traits) or "—"
         rows.append(f"| `{name}` | {op.exec.value} | {_operands(op)} | {attrs} | "
-                    f"{_results(op)} | {_regions(op)} | {op.summary} |")
+                    f"{_results(op)} | {_regions(op)} | {traits} | {op.summary} |")
     return "\n".join(rows)
 
 

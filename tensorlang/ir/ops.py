@@ -162,6 +162,18 @@ class OpDef(Shared):
     :arg attrs: attribute names with a one-line meaning each.
     :arg terminator: the instruction ends its region (yield).
     :arg blas: a collective BLAS-like update ``alpha * f(...) + beta * out`` (with .atomic).
+
+    Traits (what passes and the code generator may assume; instructions nested in an
+    op's regions have their own):
+
+    :arg pure: no effect besides its results (dead-code elimination drops it unused).
+    :arg view: its memref result views the memory of operand ``operand`` (a group's
+        member, for ``load``).
+    :arg reads: the operands whose memory it reads (a group's member table excepted).
+    :arg writes: the operands whose memory it writes; a BLAS update's output.
+    :arg allocates: it allocates memory (``alloca``).
+    :arg hoistable: a scalar computation or load without side effects that may move out
+        of an element loop when none of its operands varies there.
     """
 
     name: str
@@ -173,6 +185,32 @@ class OpDef(Shared):
     regions: tuple[RegionDef, ...] = ()
     terminator: bool = False
     blas: bool = False
+    pure: bool = False
+    view: bool = False
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    allocates: bool = False
+    hoistable: bool = False
+
+    @property
+    def output(self) -> str:
+        """The operand a BLAS update writes (``C`` or ``B``)."""
+        assert self.blas and len(self.writes) == 1, self.name
+        return self.writes[0]
+
+    @property
+    def touches_memory(self) -> bool:
+        """Whether it reads, writes or allocates memory."""
+        return bool(self.reads or self.writes or self.allocates)
+
+    @property
+    def traits(self) -> tuple[str, ...]:
+        """The names of its traits, for documents."""
+        flags = ("pure", "view", "allocates", "hoistable")
+        names = [f for f in flags if getattr(self, f)]
+        names += [f"reads {', '.join(self.reads)}"] if self.reads else []
+        names += [f"writes {', '.join(self.writes)}"] if self.writes else []
+        return tuple(names)
 
     @property
     def is_collective(self) -> bool:
@@ -193,16 +231,23 @@ _ATOMIC = ("atomic", "bool: update the output atomically")
 _TRANS_A = ("trans_a", "Transpose: op(A)")
 _BLAS5 = _ops("alpha", "A", "B", "beta", "C")
 _BLAS4 = _ops("alpha", "A", "beta", "B")
-_ID = {"results": 1}
+_SCALAR = {"results": 1, "pure": True, "hoistable": True}
+"""A scalar computation: one result, no effect, movable out of loops."""
+_QUERY = {"results": 1, "pure": True}
+"""A query of the launch or a memref: one result, no effect."""
+_VIEW = {"results": 1, "pure": True, "view": True}
+_UPDATE5 = {"blas": True, "reads": ("A", "B", "C"), "writes": ("C",)}
+_UPDATE4 = {"blas": True, "reads": ("A", "B"), "writes": ("B",)}
 
 OPS: dict[str, OpDef] = {
     op.name: op
     for op in (
         # Collective instructions.
         OpDef("alloca", Exec.COLLECTIVE, "Allocate local memory for the enclosing region.",
-              attrs=(("type", "MemRefType: the local memref allocated"),), results=1),
+              attrs=(("type", "MemRefType: the local memref allocated"),), results=1,
+              pure=True, allocates=True),
         OpDef("axpby", Exec.COLLECTIVE, "B := alpha op(A) + beta B.", _BLAS4,
-              (_TRANS_A, _ATOMIC), blas=True),
+              (_TRANS_A, _ATOMIC), **_UPDATE4),
         OpDef("foreach", Exec.COLLECTIVE,
               "Loop over [from, to) without sequence guarantee; the body is SPMD.",
               _ops("from", "to"), (("loop_type", "ScalarType: type of the loop variable"),),
@@ -213,56 +258,59 @@ OPS: dict[str, OpDef] = {
               (("loop_type", "ScalarType: type of the loop variables"),),
               regions=(RegionDef("body", RegionKind.SPMD),)),
         OpDef("gemm", Exec.COLLECTIVE, "C := alpha op(A) op(B) + beta C.", _BLAS5,
-              (_TRANS_A, ("trans_b", "Transpose: op(B)"), _ATOMIC), blas=True),
+              (_TRANS_A, ("trans_b", "Transpose: op(B)"), _ATOMIC), **_UPDATE5),
         OpDef("gemv", Exec.COLLECTIVE, "c := alpha op(A) b + beta c.", _BLAS5,
-              (_TRANS_A, _ATOMIC), blas=True),
+              (_TRANS_A, _ATOMIC), **_UPDATE5),
         OpDef("ger", Exec.COLLECTIVE, "C := alpha a b^T + beta C.", _BLAS5, (_ATOMIC,),
-              blas=True),
+              **_UPDATE5),
         OpDef("hadamard_product", Exec.COLLECTIVE, "c_i := alpha a_i b_i + beta c_i.", _BLAS5,
-              (_ATOMIC,), blas=True),
+              (_ATOMIC,), **_UPDATE5),
         OpDef("parallel", Exec.COLLECTIVE, "Open an SPMD region.",
               regions=(RegionDef("body", RegionKind.SPMD),)),
         OpDef("sum", Exec.COLLECTIVE, "B := alpha op(A) 1 + beta B.", _BLAS4,
-              (_TRANS_A, _ATOMIC), blas=True),
+              (_TRANS_A, _ATOMIC), **_UPDATE4),
         # Mixed instructions.
         OpDef("arith", Exec.MIXED, "Binary or unary arithmetic on scalars.",
               (OperandDef("a"), OperandDef("b", Arity.OPTIONAL)),
-              (("op", "ArithOp"), ("type", "ScalarType: operand and result type")), **_ID),
+              (("op", "ArithOp"), ("type", "ScalarType: operand and result type")), **_SCALAR),
         OpDef("bitcast", Exec.MIXED, "Reinterpret the bits of a scalar as another type of the "
               "same width.", _ops("a"), (("from_type", "ScalarType"), ("to_type", "ScalarType")),
-              **_ID),
+              **_SCALAR),
         OpDef("complex", Exec.MIXED, "Build a complex number from its real and imaginary parts.",
-              _ops("re", "im"), (("type", "ScalarType: the complex result type"),), **_ID),
+              _ops("re", "im"), (("type", "ScalarType: the complex result type"),), **_SCALAR),
         OpDef("math", Exec.MIXED, "An elementary function of one or two scalars (math.<fn>).",
               (OperandDef("a"), OperandDef("b", Arity.OPTIONAL)),
-              (("fn", "str: a key of MATH_FNS"), ("type", "ScalarType: operand type")), **_ID),
+              (("fn", "str: a key of MATH_FNS"), ("type", "ScalarType: operand type")),
+              **_SCALAR),
         OpDef("select", Exec.MIXED, "a if cond else b (both evaluated).", _ops("cond", "a", "b"),
-              (("type", "ScalarType: the type of a, b and the result"),), **_ID),
+              (("type", "ScalarType: the type of a, b and the result"),), **_SCALAR),
         OpDef("barrier", Exec.MIXED, "Control barrier with optional memory fences.",
               attrs=(("fence_global", "bool: .global"), ("fence_local", "bool: .local"))),
         OpDef("cast", Exec.MIXED, "Convert a scalar to another scalar type.", _ops("a"),
-              (("from_type", "ScalarType"), ("to_type", "ScalarType")), **_ID),
+              (("from_type", "ScalarType"), ("to_type", "ScalarType")), **_SCALAR),
         OpDef("cmp", Exec.MIXED, "Compare two scalars; the result is i1.", _ops("a", "b"),
-              (("cond", "CmpCond"), ("type", "ScalarType: operand type")), **_ID),
+              (("cond", "CmpCond"), ("type", "ScalarType: operand type")), **_SCALAR),
         OpDef("constant", Exec.MIXED, "A scalar constant.",
-              attrs=(("value", "bool | int | float | complex"), ("type", "ScalarType")), **_ID),
+              attrs=(("value", "bool | int | float | complex"), ("type", "ScalarType")),
+              **_SCALAR),
         OpDef("expand", Exec.MIXED, "View one mode as several.",
               (OperandDef("operand"), OperandDef("dynamic", Arity.VARIADIC)),
               (("mode", "int"), ("shape", "tuple[Dim, ...]: None entries are dynamic"),
-               ("type", "MemRefType: the operand's type")), **_ID),
+               ("type", "MemRefType: the operand's type")), **_VIEW),
         OpDef("fuse", Exec.MIXED, "View adjacent modes [from, to] as one.", _ops("operand"),
               (("from_mode", "int"), ("to_mode", "int"), ("type", "MemRefType: operand")),
-              **_ID),
-        OpDef("group_id", Exec.MIXED, "The work-group's id (index).", **_ID),
-        OpDef("group_size", Exec.MIXED, "The number of work-groups (index).", **_ID),
+              **_VIEW),
+        OpDef("group_id", Exec.MIXED, "The work-group's id (index).", **_QUERY),
+        OpDef("group_size", Exec.MIXED, "The number of work-groups (index).", **_QUERY),
         OpDef("if", Exec.MIXED, "Conditional with optional results.", _ops("cond"),
               (("result_types", "tuple[ScalarType, ...]"),), results=-1,
               regions=(RegionDef("then", RegionKind.INHERIT),
                        RegionDef("else", RegionKind.INHERIT, optional=True))),
         OpDef("load", Exec.MIXED, "Load an element of a memref, or a memref of a group.",
               (OperandDef("operand"), OperandDef("indices", Arity.VARIADIC)),
-              (("type", "MemRefType | GroupType: operand"),), **_ID),
-        OpDef("num_subgroups", Exec.MIXED, "The number of subgroups (i32).", **_ID),
+              (("type", "MemRefType | GroupType: operand"),), **_VIEW, reads=("operand",),
+              hoistable=True),
+        OpDef("num_subgroups", Exec.MIXED, "The number of subgroups (i32).", **_QUERY),
         OpDef("for", Exec.MIXED,
               "Sequential loop over [from, to) with optional step and loop-carried values.",
               (OperandDef("from"), OperandDef("to"), OperandDef("step", Arity.OPTIONAL),
@@ -270,23 +318,23 @@ OPS: dict[str, OpDef] = {
               (("loop_type", "ScalarType: type of the loop variable"),), results=-1,
               regions=(RegionDef("body", RegionKind.INHERIT),)),
         OpDef("size", Exec.MIXED, "The size of one mode (index).", _ops("operand"),
-              (("mode", "int"), ("type", "MemRefType: operand")), **_ID),
-        OpDef("subgroup_size", Exec.MIXED, "The subgroup size (i32).", **_ID),
+              (("mode", "int"), ("type", "MemRefType: operand")), **_SCALAR),
+        OpDef("subgroup_size", Exec.MIXED, "The subgroup size (i32).", **_QUERY),
         OpDef("subview", Exec.MIXED, "A view on a block of a memref.",
               (OperandDef("operand"), OperandDef("dynamic", Arity.VARIADIC)),
-              (("slices", "tuple[Slice, ...]"), ("type", "MemRefType: operand")), **_ID),
+              (("slices", "tuple[Slice, ...]"), ("type", "MemRefType: operand")), **_VIEW),
         OpDef("store", Exec.MIXED, "Store a scalar into a memref.",
               (OperandDef("value"), OperandDef("operand"), OperandDef("indices", Arity.VARIADIC)),
-              (("type", "MemRefType: operand"),)),
+              (("type", "MemRefType: operand"),), writes=("operand",)),
         OpDef("yield", Exec.MIXED, "Return values from an if or for region.",
               (OperandDef("values", Arity.VARIADIC),),
               (("types", "tuple[ScalarType, ...]"),), terminator=True),
         OpDef("lifetime_stop", Exec.MIXED, "End the lifetime of an alloca early.",
               _ops("operand")),
         # SPMD instructions.
-        OpDef("subgroup_id", Exec.SPMD, "The subgroup's id (i32).", **_ID),
+        OpDef("subgroup_id", Exec.SPMD, "The subgroup's id (i32).", **_QUERY),
         OpDef("subgroup_local_id", Exec.SPMD, "The work-item's id in its subgroup (i32).",
-              **_ID),
+              **_QUERY),
     )
 }
 

@@ -1,7 +1,8 @@
 """dce: remove instructions whose results are never used and that have no effect.
 
-Pure instructions (scalar arithmetic, constants, casts, comparisons, views, loads, size
-and id queries, allocas) go when none of their results is used; so do ``for`` and
+Pure instructions (the op table's ``pure`` trait: scalar arithmetic, constants, casts,
+comparisons, views, loads, size and id queries, allocas) go when none of their results
+is used; so do ``for`` and
 ``if`` whose results are unused and whose regions hold only pure instructions.  Stores,
 BLAS updates, barriers, ``foreach``/``parallel`` regions and anything else stay.  Runs to
 a fixed point, so whole dead index computations disappear.
@@ -15,12 +16,6 @@ from typing import ClassVar
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.passes.manager import Pass
 
-PURE = frozenset({
-    "arith", "bitcast", "cast", "cmp", "complex", "constant", "expand", "fuse", "group_id",
-    "group_size", "load", "math", "num_subgroups", "select", "size", "subgroup_id",
-    "subgroup_local_id", "subgroup_size", "subview", "alloca",
-})
-"""Instructions without effects besides their results."""
 _STRUCTURED = frozenset({"for", "if"})
 
 
@@ -67,9 +62,9 @@ def _sweep(region: Region, used: set[Value]) -> int:
 
 
 def _removable(inst: Instruction) -> bool:
-    if inst.name in PURE:
+    if inst.op.pure:
         return True
     if inst.name not in _STRUCTURED:
         return False
-    return all(n.name in PURE or n.name in _STRUCTURED or n.name == "yield"
+    return all(n.op.pure or n.name in _STRUCTURED or n.name == "yield"
                for region in inst.regions for n in region.walk())

@@ -16,16 +16,10 @@ from dataclasses import dataclass, field
 from tensorlang.ir.core import Function, Instruction, Value
 from tensorlang.ir.types import AddressSpace, GroupType, MemRefType
 
-_VIEWS = ("subview", "expand", "fuse", "load")
-_READ_WRITE = {"gemm": ("A", "B"), "gemv": ("A", "B"), "ger": ("A", "B"),
-               "hadamard_product": ("A", "B"), "axpby": ("A",), "sum": ("A",)}
-_OUTPUT = {"gemm": "C", "gemv": "C", "ger": "C", "hadamard_product": "C", "axpby": "B",
-           "sum": "B"}
-
 
 def root(value: Value) -> Value:
     """The argument or alloca result that memref/group ``value`` points into."""
-    while isinstance(value.owner, Instruction) and value.owner.name in _VIEWS:
+    while isinstance(value.owner, Instruction) and value.owner.op.view:
         value = value.owner.operand("operand")
     return value
 
@@ -68,16 +62,13 @@ def effects(inst: Instruction) -> Effects:
 
 
 def _own_effects(inst: Instruction) -> Effects:
-    name = inst.name
-    if name in _OUTPUT:
-        out = root(inst.operand(_OUTPUT[name]))
-        reads = {root(inst.operand(x)) for x in _READ_WRITE[name]} | {out}
-        return Effects(reads, {out})
-    if name == "load" and isinstance(inst.operand("operand").type, MemRefType):
-        return Effects({root(inst.operand("operand"))}, set())
-    if name == "store":
-        return Effects(set(), {root(inst.operand("operand"))})
-    return Effects()
+    """The roots ``inst`` itself reads and writes (the op table's ``reads``/``writes``; a
+    ``load`` of a group's member is a view, not a read)."""
+    op = inst.op
+    if op.name == "load" and isinstance(inst.operand("operand").type, GroupType):
+        return Effects()
+    return Effects({root(inst.operand(name)) for name in op.reads},
+                   {root(inst.operand(name)) for name in op.writes})
 
 
 def written_arguments(func: Function) -> set[int]:

@@ -24,7 +24,6 @@ from typing import ClassVar
 from tensorlang.ir.core import Instruction, Program, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond, Transpose
 from tensorlang.ir.types import INDEX, MemRefType, ScalarType
-from tensorlang.passes.dce import PURE
 from tensorlang.passes.manager import Pass
 from tensorlang.passes.rewrite import InstructionBuilder
 from tensorlang.schedule.affine import Symbols
@@ -32,9 +31,13 @@ from tensorlang.schedule.deps import fusable
 from tensorlang.schedule.domains import statement
 
 _LOOPS = ("foreach", "foreach_nd")
-_ELEMENTWISE = {"axpby": "B", "hadamard_product": "C"}
-_HOISTABLE = PURE - {"load", "alloca"}
-"""Instructions that may move above a loop: no memory access, no regions."""
+_ELEMENTWISE = ("axpby", "hadamard_product")
+"""Element-wise collectives, which may become a loop over their output."""
+
+
+def _movable(inst: Instruction) -> bool:
+    """Whether ``inst`` may move above a loop: pure, no memory access, no regions."""
+    return inst.op.pure and not inst.op.touches_memory and not inst.regions
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ def fuse_region(region: Region) -> int:
     for inst in region.instructions:
         for inner in inst.regions:
             count += fuse_region(inner)
-        if current is not None and inst.name in _HOISTABLE:
+        if current is not None and _movable(inst):
             current.between.append(inst)
             continue
         fused = _fuse(current, inst) if current is not None else None
@@ -136,7 +139,7 @@ def _replace_operands(inst: Instruction, renamed: dict[Value, Value]) -> None:
 def _convertible(inst: Instruction) -> bool:
     if inst.name not in _ELEMENTWISE or inst.attrs.get("atomic"):
         return False
-    out: MemRefType = inst.operand(_ELEMENTWISE[inst.name]).type
+    out: MemRefType = inst.operand(inst.op.output).type
     elem = out.element
     if out.order == 0 or elem.is_complex or elem.is_half or elem.is_bool:
         return False
@@ -153,7 +156,7 @@ def _as_loop(inst: Instruction) -> list[Instruction] | None:
 def as_foreach(inst: Instruction) -> list[Instruction]:
     """An ``axpby``/``hadamard_product`` as ``[...prelude, foreach]`` over its output."""
     b = InstructionBuilder(inst.loc)
-    out: Value = inst.operand(_ELEMENTWISE[inst.name])
+    out: Value = inst.operand(inst.op.output)
     t: MemRefType = out.type
     sizes = [b.size(out, m) for m in range(t.order)]
     zero = b.const(0, INDEX)

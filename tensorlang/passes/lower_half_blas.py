@@ -134,13 +134,11 @@ _BODIES: dict[str, Callable[[_Builder, Instruction], Body]] = {
     "hadamard_product": lambda b, inst: lambda b, i: b.f32("mul", b.load_f32(inst.A, i),
                                                               b.load_f32(inst.B, i)),
 }
-_OUTPUT = {"gemm": "C", "gemv": "C", "ger": "C", "hadamard_product": "C", "axpby": "B",
-           "sum": "B"}
 
 
 def _lower(inst: Instruction) -> list[Instruction]:
     b = _Builder(inst.loc)
-    out: Value = inst.operand(_OUTPUT[inst.name])
+    out: Value = inst.operand(inst.op.output)
     body = _BODIES[inst.name](b, inst)
     alpha, beta = b.to_f32(inst.operand("alpha")), b.to_f32(inst.operand("beta"))
     beta_zero = b.one("cmp", {"a": beta, "b": b.const(0.0, F32)},

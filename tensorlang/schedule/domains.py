@@ -29,9 +29,6 @@ from tensorlang.schedule import space
 from tensorlang.schedule.affine import Symbols, affine
 from tensorlang.schedule.views import View, view
 
-_OUTPUT = {"gemm": "C", "gemv": "C", "ger": "C", "hadamard_product": "C", "axpby": "B",
-           "sum": "B"}
-
 
 @dataclass(frozen=True)
 class Access:
@@ -126,7 +123,7 @@ def _contraction(inst: Instruction, syms: Symbols) -> Statement:
 
 
 def _elementwise(inst: Instruction, syms: Symbols) -> Statement:
-    out = view(inst.operand(_OUTPUT[inst.name]), syms)
+    out = view(inst.operand(inst.op.output), syms)
     A = view(inst.operand("A"), syms)
     trans_a = inst.attrs.get("trans_a")
     if inst.name == "sum":

@@ -29,8 +29,7 @@ def show_function(func: Function, wg: tuple[int, int], shape_of: ShapeOf,
             lines.append(f"  barrier{''.join('.' + f for f in fences)}"
                          f"   (line {inst.loc.line}: a dependence isl could not rule out)")
             continue
-        if inst.name not in ("gemm", "gemv", "ger", "axpby", "sum", "hadamard_product",
-                             "foreach", "foreach_nd"):
+        if not inst.op.blas and inst.name not in ("foreach", "foreach_nd"):
             continue
         stmt = statement(inst, syms)
         assert stmt is not None

@@ -14,8 +14,6 @@ from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.types import GroupType, MemRefType
 from tensorlang.schedule.affine import Symbols, affine
 
-_VIEWS = ("subview", "expand", "fuse", "load")
-
 
 @dataclass(frozen=True)
 class View:
@@ -50,7 +48,7 @@ def view(value: Value, syms: Symbols) -> View:
     t = _memref(value)
     if isinstance(inst, Instruction) and inst.name == "subview":
         return _subview(inst, view(inst.operand("operand"), syms), syms)
-    if isinstance(inst, Instruction) and inst.name in _VIEWS:
+    if isinstance(inst, Instruction) and inst.op.view:
         base = view(inst.operand("operand"), syms)
         return View(base.root, t.order, base.root_rank, _sizes(value, t, syms), None)
     return View(value, t.order, _root_rank(value), _sizes(value, t, syms),
