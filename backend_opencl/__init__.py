@@ -4,7 +4,7 @@ Public API::
 
     mod = backend_opencl.compile(prog_or_text, device=None)  # kernels callable by name
     mod.kernel_name(*args, num_groups=N)                     # numpy / pyopencl arrays
-    exe = backend_opencl.compile_stablehlo(mlir_text, device=None)
+    exe = backend_opencl.compile_stablehlo(mlir_text, device=None, host_callbacks=None)
     outs = exe(*numpy_arrays)                                # tuple of numpy arrays
 
 ``device`` may also be a ``dpctl.SyclQueue`` (OpenCL backend): kernels are built through
@@ -13,6 +13,7 @@ dpctl and take USM memory too (``backend_opencl.sycl_module``, docs/devices.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -42,16 +43,26 @@ def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A
 
 
 def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
-                      check_bounds: bool = False) -> Any:
+                      check_bounds: bool = False,
+                      host_callbacks: Sequence[Callable[..., Any]] | None = None) -> Any:
     """Compile a StableHLO program; the result is callable with numpy arrays
-    (``check_bounds`` as for :func:`compile`)."""
+    (``check_bounds`` as for :func:`compile`).
+
+    ``host_callbacks``: the Python functions the program's host callbacks call, by the
+    index of each ``stablehlo.custom_call @xla_ffi_python_cpu_callback`` (its
+    ``mhlo.backend_config = {index = N}``), as jax keeps them beside its lowering
+    (``tlc.jax.jit`` passes them). Each is called with one numpy array per operand (None
+    for a token) and returns a sequence with one array per result (shape and dtype as
+    declared; the entry of a token is ignored). Without them such a program is a
+    CompileError at the callback."""
     from backend_opencl.runtime.sycl import is_queue
 
     if is_queue(device):
         from backend_opencl.sycl_exec import compile_stablehlo_for_queue
 
-        return compile_stablehlo_for_queue(text, device, filename, check_bounds)
+        return compile_stablehlo_for_queue(text, device, filename, check_bounds,
+                                           host_callbacks=host_callbacks)
     from backend_opencl.driver import compile_stablehlo_program
 
     return compile_stablehlo_program(text, device=device, filename=filename,
-                                     check_bounds=check_bounds)
+                                     check_bounds=check_bounds, host_callbacks=host_callbacks)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,27 +134,29 @@ def _program_name(program: Program) -> str:
     return loc.file if loc is not None else "<program>"
 
 
-def tensor_language(program: Any, entry: str = "main") -> Program:
+def tensor_language(program: Any, entry: str = "main",
+                    host_callbacks: int | None = None) -> Program:
     """The tensor-language program of ``program``: itself (text is parsed), or for a
     StableHLO module the kernels its function ``entry`` lowers to, exactly as
     :func:`compile_stablehlo_program` compiles them (so blocks ``tlc tune`` caches for
-    them apply there)."""
+    them apply there; ``host_callbacks``: how many Python functions its host callbacks
+    would have, None: none)."""
     if not _is_stablehlo_module(program):
         return _as_program(program)
     from frontend.lower import lower_function
 
     parts = program.parts or [program]
-    return _kernels_program(lower_function(_part_with(parts, entry), entry))
+    return _kernels_program(lower_function(_part_with(parts, entry), entry, host_callbacks))
 
 
 def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
-         check_bounds: bool = False) -> str:
+         check_bounds: bool = False, host_callbacks: int | None = None) -> str:
     """Text for ``tlc compile --emit kind``: ``tl``, ``cl`` or ``schedule``.
 
     A StableHLO module is lowered first (:func:`tensor_language`): ``tl`` prints its
     kernels.
     """
-    prog = tensor_language(program, entry)
+    prog = tensor_language(program, entry, host_callbacks)
     if kind == "tl":
         return str(prog)
     if kind == "cl":
@@ -201,38 +204,46 @@ _EXECUTABLES: Memo[tuple[Any, ...], Any] = Memo(EXECUTABLES_KEPT)
 
 
 def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>",
-                              entry: str = "main", check_bounds: bool = False) -> Any:
+                              entry: str = "main", check_bounds: bool = False,
+                              host_callbacks: Sequence[Callable[..., Any]] | None = None
+                              ) -> Any:
     """Parse, verify and lower StableHLO text; build its kernels (one program); cached.
 
     ``check_bounds``: the kernels get run-time bounds guards (their locations are in
-    the lowered tensor language, ``<lowered>``)."""
+    the lowered tensor language, ``<lowered>``).  ``host_callbacks``: the Python functions
+    of the program's host callbacks (``stablehlo.custom_call
+    @xla_ffi_python_cpu_callback``, whose ``mhlo.backend_config = {index = N}`` names
+    one), as jax's lowering keeps them; without them such a program is a CompileError at
+    the callback.  The cache keeps the executable without them (keyed by their number);
+    the one returned calls them."""
     dev = _device(device)
-    key = (text, filename, entry, dev.key, check_bounds)
+    count = None if host_callbacks is None else len(host_callbacks)
+    key = (text, filename, entry, dev.key, count, check_bounds)
     exe = _EXECUTABLES.get(key)
-    if exe is not None:
-        return exe
-    with progress.compiling(filename):
-        disk = _lowered_cache_file(key)
-        progress.phase("load from the disk cache")
-        exe = _load_executable(disk, dev) if disk is not None else None
-        if exe is None:
-            exe = _compile_stablehlo(text, dev, filename, entry, check_bounds)
-            if disk is not None:
-                _store_executable(disk, exe)
-    _EXECUTABLES[key] = exe
-    return exe
+    if exe is None:
+        with progress.compiling(filename):
+            disk = _lowered_cache_file(key)
+            progress.phase("load from the disk cache")
+            exe = _load_executable(disk, dev) if disk is not None else None
+            if exe is None:
+                exe = _compile_stablehlo(text, dev, filename, entry, check_bounds, count)
+                if disk is not None:
+                    _store_executable(disk, exe)
+        _EXECUTABLES[key] = exe
+    return exe.with_callbacks(host_callbacks) if host_callbacks else exe
 
 
 def _compile_stablehlo(text: str, dev: Any, filename: str, entry: str,
-                       check_bounds: bool) -> Any:
-    """Parse, verify and lower StableHLO text, and compile its kernels."""
+                       check_bounds: bool, callbacks: int | None) -> Any:
+    """Parse, verify and lower StableHLO text (``callbacks``: how many host callbacks the
+    executable will have), and compile its kernels."""
     import frontend
     from frontend.lower import lower_function
 
     progress.phase("parse")
     module = frontend.parse(text, filename=filename)
     progress.phase("lower")
-    lowered = lower_function(_part_with(module.parts or [module], entry), entry)
+    lowered = lower_function(_part_with(module.parts or [module], entry), entry, callbacks)
     return _executable(lowered, dev, entry, check_bounds)
 
 
@@ -326,16 +337,23 @@ def compile_lowered(lowered: Any, device: Any = None) -> Any:
 
 def _executable(lowered: Any, dev: Any, entry: str, check_bounds: bool = False) -> Any:
     from backend_opencl.plan_exec import Executable
-    from frontend.ir.types import TensorType
 
     program = _kernels_program(lowered)
     module = compile_program(program, dev, check_bounds=check_bounds,
                              launch_checks=False) if program.functions else None
-    arg_dtypes = [t.element.dtype for t in lowered.func.arg_types]
-    result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
-                     for t in lowered.func.result_types]
-    result_dtypes += [_check_dtype(lowered, i) for i in range(len(lowered.checks))]
-    return Executable(lowered.plan, module, dev, entry, arg_dtypes, result_dtypes)
+    return Executable(lowered.plan, module, dev, entry, *value_dtypes(lowered))
+
+
+def value_dtypes(lowered: Any) -> tuple[list[Any], list[Any]]:
+    """The numpy dtypes of a lowered function's parameters and of its results (those of
+    its checks after its own); None for a token."""
+    from frontend.ir.types import TensorType
+
+    func = lowered.func
+    args = [t.element.dtype if isinstance(t, TensorType) else None for t in func.arg_types]
+    results = [t.element.dtype if isinstance(t, TensorType) else None
+               for t in func.result_types]
+    return args, results + [_check_dtype(lowered, i) for i in range(len(lowered.checks))]
 
 
 def _check_dtype(lowered: Any, i: int) -> Any:

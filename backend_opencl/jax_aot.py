@@ -60,8 +60,8 @@ class Summary:
     kernels: tuple[str, ...]
     launches: int
     buffer_bytes: int
-    parameters: tuple[tuple[tuple[int, ...], np.dtype], ...]
-    results: tuple[tuple[tuple[int, ...], np.dtype | None], ...]  # None: a token
+    parameters: tuple[tuple[tuple[int, ...], np.dtype | None], ...]  # None: a token
+    results: tuple[tuple[tuple[int, ...], np.dtype | None], ...]
 
     def __str__(self) -> str:
         def types(values: tuple[tuple[tuple[int, ...], Any], ...]) -> str:
@@ -121,8 +121,10 @@ class Compiled:
         if dialect == "tl":
             import frontend
             from backend_opencl import driver
+            from backend_opencl.jax_bridge import host_callbacks
 
-            return driver.emit(frontend.parse(self._lowered.as_text()), "tl")
+            return driver.emit(frontend.parse(self._lowered.as_text()), "tl",
+                               host_callbacks=len(host_callbacks(self._lowered)))
         if dialect == "opencl":
             module = self._entry.exe.module
             return module.source if module is not None else ""
@@ -134,12 +136,12 @@ class Compiled:
 
         exe = self._entry.exe
         plan = exe.plan
-        results = plan.results[:self._entry.results]
+        results = plan.results[:self._entry.tokens + self._entry.results]
         return Summary(
             tuple(exe.module.kernels) if exe.module is not None else (),
             _launches(plan.steps),
             sum(b.size * np.dtype(NUMPY_DTYPES[b.dtype]).itemsize for b in plan.buffers),
-            tuple((plan.buffer(b).shape, np.dtype(d))
+            tuple((plan.buffer(b).shape, None if d is None else np.dtype(d))
                   for b, d in zip(plan.params, exe.arg_dtypes, strict=True)),
             tuple((plan.buffer(b).shape, d)
                   for b, d in zip(results, exe.result_dtypes[:len(results)], strict=True)))

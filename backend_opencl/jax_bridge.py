@@ -20,6 +20,12 @@ not jax arrays: tlc's results are host arrays already, and ``jnp.asarray`` turns
 into jax arrays when needed (a round trip through DLPack would copy to jax's device as
 well).
 
+Host callbacks (``jax.debug.print``, ``jax.pure_callback``, ``io_callback``) run: the
+Python functions jax keeps beside its lowering are passed to the compiler, and the
+executable calls them in program order (an exception one raises reaches the caller as it
+is).  The tokens an ordered effect threads through the program are passed and dropped
+here, unseen by the caller.
+
 A program tlc cannot parse or compile raises :class:`JaxCompileError` (a
 ``CompileError``) at the line of ``f`` that produced the op, naming it, with a note at
 the StableHLO line (at that line alone when jax recorded no Python line).  jax is
@@ -90,14 +96,16 @@ class _Signature(NamedTuple):
 
 @dataclass(frozen=True)
 class _Entry:
-    """One compiled signature: the executable, how its results nest, and which argument
-    and result leaves are typed PRNG keys (the program takes and gives their data)."""
+    """One compiled signature: the executable, how its results nest, which argument and
+    result leaves are typed PRNG keys (the program takes and gives their data), and how
+    many tokens (of ordered effects) come before the arguments and the results."""
 
     exe: Any
     out_tree: Any
     results: int
     key_args: tuple[int, ...] = ()
     key_results: tuple[tuple[int, Any], ...] = ()  # (leaf, key dtype)
+    tokens: int = 0
 
 
 _LOWERING_FOR_TLC: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -203,9 +211,10 @@ class Jitted:
         """Run a compiled signature on a call's dynamic leaves; its results' pytree."""
         for i in entry.key_args:
             leaves[i] = _jax().random.key_data(leaves[i])
-        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes,
+        tokens = entry.tokens
+        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes[tokens:],
                                                           strict=True)]
-        outs = list(entry.exe(*arrays)[:entry.results])
+        outs = list(entry.exe(*[None] * tokens, *arrays)[tokens:tokens + entry.results])
         for i, dtype in entry.key_results:
             outs[i] = _wrap_key(outs[i], dtype)
         return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
@@ -242,23 +251,42 @@ class Jitted:
         import backend_opencl
 
         name = f"<jax {self._name}>"
+        callbacks = host_callbacks(lowered)
         try:
             exe = backend_opencl.compile_stablehlo(lowered.as_text(), device=self.device,
                                                    filename=name,
-                                                   check_bounds=self.check_bounds)
+                                                   check_bounds=self.check_bounds,
+                                                   host_callbacks=callbacks)
         except CompileError as err:
-            raise _located(err, lowered, name, self.device) from None
+            raise _located(err, lowered, name, self.device, callbacks) from None
         if lowered.in_tree != key.tree:
             raise TlcError(f"error: {name}: jax flattened the arguments as {lowered.in_tree}, "
                            f"not as {key.tree}")
-        if len(exe.arg_dtypes) != len(key.leaves):
-            raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters for "
-                           f"{len(key.leaves)} argument leaves (effects and tokens are not "
-                           f"supported)")
+        tokens = _leading_tokens(exe.arg_dtypes)
+        if len(exe.arg_dtypes) - tokens != len(key.leaves) \
+                or _leading_tokens(exe.result_dtypes) < tokens:
+            raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters "
+                           f"({tokens} leading tokens) for {len(key.leaves)} argument leaves")
         outs = _jax().tree_util.tree_leaves(lowered.out_info)
         return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves,
                       tuple(i for i, k in enumerate(key.leaves) if _is_key_leaf(k)),
-                      tuple((i, o.dtype) for i, o in enumerate(outs) if _is_key(o.dtype)))
+                      tuple((i, o.dtype) for i, o in enumerate(outs) if _is_key(o.dtype)),
+                      tokens)
+
+
+def host_callbacks(lowered: Any) -> list[Callable[..., Any]]:
+    """The Python functions of jax's lowering's host callbacks, which its custom calls
+    name by index: jax keeps them beside the text for its own compile
+    (``compile_args["host_callbacks"]`` of the lowering; no public attribute). None
+    found: an empty list, so a callback is a CompileError at its line."""
+    args = getattr(getattr(lowered, "_lowering", None), "compile_args", None)
+    return list(args.get("host_callbacks", ())) if isinstance(args, dict) else []
+
+
+def _leading_tokens(dtypes: Sequence[Any]) -> int:
+    """How many of the dtypes (an executable's parameters or results) are tokens (None)
+    before the first array: jax puts the tokens of ordered effects first."""
+    return next((i for i, d in enumerate(dtypes) if d is not None), len(dtypes))
 
 
 def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
@@ -348,15 +376,17 @@ _CALLSITE = re.compile(r"^callsite\((#loc\d*) at (#loc\d*)\)$")
 _OP_LOC = re.compile(r"loc\((#loc\d*)\)\s*$")
 
 
-def _located(err: CompileError, lowered: Any, name: str, device: Any) -> JaxCompileError:
+def _located(err: CompileError, lowered: Any, name: str, device: Any,
+             callbacks: Sequence[Callable[..., Any]]) -> JaxCompileError:
     """``err`` (a parse or compile error) again, at the Python line of the op it is about
-    (compiling the lowering with debug locations); at the StableHLO line where jax
-    recorded none."""
+    (compiling the lowering with debug locations, and the same host callbacks); at the
+    StableHLO line where jax recorded none."""
     import backend_opencl
 
     text = lowered.as_text(debug_info=True)
     try:
-        backend_opencl.compile_stablehlo(text, device=device, filename=name)
+        backend_opencl.compile_stablehlo(text, device=device, filename=name,
+                                         host_callbacks=callbacks)
     except CompileError as again:
         first = again.first
         where = _python_loc(text, first.loc.line if first.loc else 0)

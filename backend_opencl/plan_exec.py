@@ -33,6 +33,11 @@ launches go through the module's checked kernel call. Freed buffers go to a pool
 dtype and size, from which later allocations are served; the pool outlives a call, so a
 warm call allocates nothing (except under ``POISON``, where every call starts from fresh,
 poisoned buffers). Constants are uploaded once per executable.
+
+Host callbacks (``Callback`` steps, :func:`plan_steps.callback`) call the Python functions
+the executable was given (:meth:`Executable.with_callbacks`) in program order, inside host
+loops and branches too: a plan with one runs step by step.  A token parameter
+(``!stablehlo.token``: no data) takes None, and a token result is None.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +54,7 @@ from backend_opencl import plan_frame, plan_steps
 from backend_opencl.module import NUMPY_DTYPES, max_allocation
 from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
-from tensorlang.plan import Copy, Launch, Plan, Step
+from tensorlang.plan import Callback, Copy, Launch, Plan, Step
 
 POISON = os.environ.get("TLC_POISON") == "1"
 """Fill every new buffer with 0xFF bytes (tests; ``TLC_POISON=1``)."""
@@ -73,13 +78,18 @@ class Executable:
     """A compiled StableHLO function: call it with numpy arrays."""
 
     def __init__(self, plan: Plan, module: Any, device: Any, name: str,
-                 arg_dtypes: list[np.dtype], result_dtypes: list[np.dtype]) -> None:
+                 arg_dtypes: list[np.dtype | None], result_dtypes: list[np.dtype | None],
+                 host_callbacks: Sequence[Callable[..., Any]] = ()) -> None:
+        """``arg_dtypes`` and ``result_dtypes``: the parameters' and results' numpy dtypes
+        (None: a token); ``host_callbacks``: the functions the plan's ``Callback`` steps
+        call, by index."""
         self.plan = plan
         self.module = module
         self.device = device
         self.name = name
         self.arg_dtypes = arg_dtypes
         self.result_dtypes = result_dtypes
+        self.host_callbacks = tuple(host_callbacks)
         self._constants: dict[int, Any] = {}
         self._storage = [np.dtype(NUMPY_DTYPES[b.dtype]) for b in plan.buffers]
         self._steps: tuple[StepFn, ...] | None = None
@@ -90,14 +100,15 @@ class Executable:
         self._written: frozenset[int] | None = None
         self._frames: plan_frame.Frames | None = None
         self._in_place_results = self._results_in_place()
-        self._params = tuple((bid, np.dtype(dtype), plan.buffer(bid).shape)
+        self._params = tuple((bid, None if dtype is None else np.dtype(dtype),
+                              plan.buffer(bid).shape)
                              for bid, dtype in zip(plan.params, arg_dtypes, strict=True))
         self._ctx, self._queue = device.context, device.queue
         self._spin = launch.Spin(bool(self._align))  # the final wait of a call
         self.pred_spin = launch.Spin(bool(self._align))
         """How a read of a branch's or loop's predicate waits."""
 
-    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
         start = time.perf_counter()
         args = self.check(arrays)
         if self._steps is None:
@@ -107,7 +118,8 @@ class Executable:
         run: Any = frames.take() if frames is not None else _Run(self, self._take_pool())
         try:
             for bid, arg in zip(self.plan.params, args, strict=True):
-                self._bind(run, bid, arg, profiling)
+                if arg is not None:  # None: a token
+                    self._bind(run, bid, arg, profiling)
             hosts = [self._result_host(run, bid) if direct else None
                      for bid, direct in zip(self.plan.results, self._in_place_results,
                                             strict=True)]
@@ -127,6 +139,12 @@ class Executable:
         if profiling:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
+
+    def with_callbacks(self, host_callbacks: Sequence[Callable[..., Any]]) -> Executable:
+        """This executable calling ``host_callbacks`` at its ``Callback`` steps (a new
+        executable over the same plan and kernels)."""
+        return Executable(self.plan, self.module, self.device, self.name, self.arg_dtypes,
+                          self.result_dtypes, host_callbacks)
 
     def _resolve(self) -> None:
         """Resolve the plan once (even when the first calls are concurrent): its step
@@ -225,12 +243,16 @@ class Executable:
         return host
 
     def _collect(self, run: Any, hosts: list[np.ndarray | None],
-                 profiling: bool) -> tuple[np.ndarray, ...]:
+                 profiling: bool) -> tuple[np.ndarray | None, ...]:
         """The results, after one wait: results bound in place are already in their
         arrays, device results are read back without blocking first, and results in
-        pooled host memory are copied out after the wait."""
-        flats = []
-        for bid, host in zip(self.plan.results, hosts, strict=True):
+        pooled host memory are copied out after the wait (a token is None)."""
+        flats: list[tuple[np.ndarray, bool] | None] = []
+        for bid, host, dtype in zip(self.plan.results, hosts, self.result_dtypes,
+                                    strict=True):
+            if dtype is None:
+                flats.append(None)
+                continue
             arr = run.get(bid)
             pooled = host is None and isinstance(arr, buffers.HostArray)
             if host is None and not pooled:
@@ -239,8 +261,9 @@ class Executable:
             flats.append((arr.host, True) if pooled else (host, False))
         launch.finish(self.device.queue, run.last, self._spin)
         run.keep.clear()
-        return tuple(self._result(bid, flat, copy, dtype, profiling) for bid, (flat, copy), dtype
-                     in zip(self.plan.results, flats, self.result_dtypes, strict=True))
+        return tuple(None if flat is None else self._result(bid, *flat, dtype, profiling)
+                     for bid, flat, dtype in zip(self.plan.results, flats, self.result_dtypes,
+                                                 strict=True))
 
     def _result(self, bid: int, flat: np.ndarray, copy: bool, dtype: Any,
                 profiling: bool) -> np.ndarray:
@@ -276,6 +299,9 @@ class Executable:
         for i, (a, (_, dtype, shape)) in enumerate(zip(arrays, params, strict=True)):
             if type(a) is np.ndarray and a.dtype == dtype and a.shape == shape:
                 hosts.append(a)  # the common case, checked
+                continue
+            if dtype is None:
+                hosts.append(plan_steps.token_argument(self.name, i, a))
                 continue
             if memory.is_device_array(a):
                 self._check_device_array(i, a)
@@ -321,6 +347,10 @@ class _Resolver:
         if isinstance(step, Copy):
             src, dst, device = step.src, step.dst, self.exe.device
             return lambda run: run.enqueued(buffers.copy(device, run.get(dst), run.get(src)))
+        if isinstance(step, Callback):
+            exe = self.exe
+            return plan_steps.callback(step, exe.plan, exe._storage, exe.host_callbacks,
+                                       exe.name)
         control = plan_steps.control_step(step, self.step)
         assert control is not None, step
         return control
@@ -386,13 +416,30 @@ class _Run(launch.InFlight):
             step(self)
 
     def scalar(self, bid: int) -> Any:
-        """Read a one-element buffer back to the host (host memory: after waiting for
-        the last command, polling as :class:`launch.Spin` does)."""
+        """Read a one-element buffer back to the host."""
+        return self.read(bid, 1)[0]
+
+    def read(self, bid: int, n: int | None = None) -> np.ndarray:
+        """A copy of buffer ``bid``'s first ``n`` elements (default: all), flat, once the
+        commands before have run (host memory: after waiting for the last command,
+        polling as :class:`launch.Spin` does; device memory: a blocking read on the
+        in-order queue)."""
+        arr = self.get(bid)
+        n = self.exe.plan.buffers[bid].size if n is None else n
+        if isinstance(arr, buffers.HostArray):
+            launch.finish(self.exe.device.queue, self.last, self.exe.pred_spin)
+            return arr.host[:n].copy()
+        return buffers.download(arr, n)
+
+    def write(self, bid: int, flat: np.ndarray) -> None:
+        """Make buffer ``bid`` hold ``flat`` for the commands enqueued after (host
+        memory: written once the commands before, which may use it, have run)."""
         arr = self.get(bid)
         if isinstance(arr, buffers.HostArray):
             launch.finish(self.exe.device.queue, self.last, self.exe.pred_spin)
-            return arr.host[0]
-        return buffers.download(arr, 1)[0]
+            arr.fill(flat)
+        else:
+            self.transfer(buffers.write(arr, flat))
 
     def free(self, bids: tuple[int, ...]) -> None:
         """Return buffers to the pool."""

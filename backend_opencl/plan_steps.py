@@ -4,27 +4,37 @@
 A step function runs one plan step (:mod:`tensorlang.plan`) on a run object that each
 executor defines (:class:`Run`: its buffers for one call).  What the two executors share
 lives here: host control flow (``While``, ``If``, ``Case``; predicates read back through
-``run.scalar``), counted loops, which launches may bind their buffers straight to the
-kernel, which buffers a plan writes, and the checks of a call's arguments.
+``run.scalar``), counted loops, host callbacks (``Callback``: arguments read back through
+``run.read``, results written through ``run.write``), which launches may bind their
+buffers straight to the kernel, which buffers a plan writes, and the checks of a call's
+arguments.
 
 A counted ``While`` (:class:`tensorlang.plan.TripCount`) reads its start and limit once,
 when they live in buffers, computes the number of iterations and enqueues the body that
 many times without waiting; its condition is never evaluated.  When the counter would
 wrap around the loop runs as a plain ``While`` instead.
+
+A host callback runs in program order: its arguments are read once every command before
+it has run (each read waits for them), the Python function is called on numpy arrays
+(None for a token), and what it returns is checked (one entry per result, of the
+result's shape and dtype: :class:`CallbackError` otherwise) and written into the result
+buffers before any later command runs.  An exception the function raises propagates
+unchanged; the executor waits for the queue before it reaches the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from backend_opencl.module import NUMPY_DTYPES
-from tensorlang.diagnostics import LaunchError
+from tensorlang.diagnostics import CallbackError, LaunchError
 from tensorlang.ir.types import MemRefType
 from tensorlang.plan import (
     Bound,
+    Callback,
     Case,
     Copy,
     Free,
@@ -46,6 +56,14 @@ class Run(Protocol):
 
     def scalar(self, bid: int) -> Any:
         """The one element of buffer ``bid`` (waits for what writes it)."""
+
+    def read(self, bid: int) -> np.ndarray:
+        """Buffer ``bid``'s elements, flat, of its storage dtype: a copy made once every
+        command before has run."""
+
+    def write(self, bid: int, flat: np.ndarray) -> None:
+        """Make buffer ``bid`` hold ``flat`` (its storage dtype) for the commands after
+        (once the commands before no longer use it)."""
 
     def free(self, bids: tuple[int, ...]) -> None:
         """Return buffers to the run's pool."""
@@ -112,6 +130,69 @@ def _value(run: Run, bound: Bound) -> int:
     return bound.value if bound.buffer is None else int(run.scalar(bound.buffer))
 
 
+class _Host(NamedTuple):
+    """A callback's argument or result: its buffer, shape, dtype and storage dtype."""
+
+    buffer: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    storage: np.dtype
+
+
+def callback(step: Callback, plan: Plan, storage: Sequence[np.dtype],
+             functions: Sequence[Callable[..., Any]], name: str) -> StepFn:
+    """The step function of a host callback of executable ``@name`` (``storage``: the
+    buffers' numpy dtypes; ``functions``: the executable's host callbacks, looked up when
+    the step runs)."""
+    index = step.index
+    args, results = (tuple(None if v is None else
+                           _Host(v.buffer, plan.buffer(v.buffer).shape, np.dtype(v.dtype),
+                                 storage[v.buffer]) for v in values)
+                     for values in (step.args, step.results))
+
+    def run_callback(run: Run) -> None:
+        function = functions[index]
+        returned = function(*[None if a is None else run.read(a.buffer).reshape(a.shape)
+                              .astype(a.dtype, copy=False) for a in args])
+        what = f"@{name}: host callback {index} ({_name(function)})"
+        for r, value in zip(results, _returned(what, returned, results), strict=True):
+            if r is not None and value is not None:
+                run.write(r.buffer, value.astype(r.storage, copy=False).reshape(-1))
+    return run_callback
+
+
+def _returned(what: str, returned: Any, results: tuple[_Host | None, ...]
+              ) -> list[np.ndarray | None]:
+    """What a callback returned, as one array per result (None for a token), or a
+    CallbackError naming the callback (``what``) and the first mismatch."""
+    if returned is None and not results:
+        return []
+    try:
+        values = list(returned)
+    except TypeError:
+        raise CallbackError(f"{what} returned a {type(returned).__name__}; it must return "
+                            f"a sequence of {len(results)} arrays") from None
+    if len(values) != len(results):
+        raise CallbackError(f"{what} returned {len(values)} values; the program takes "
+                            f"{len(results)}")
+    out: list[np.ndarray | None] = []
+    for i, (value, r) in enumerate(zip(values, results, strict=True)):
+        if r is None:
+            out.append(None)
+            continue
+        arr = np.asarray(value)
+        if arr.shape != r.shape or arr.dtype != r.dtype:
+            raise CallbackError(f"{what}: result {i} is a {arr.dtype.name}{list(arr.shape)} "
+                                f"array; the program takes {r.dtype.name}{list(r.shape)}")
+        out.append(arr)
+    return out
+
+
+def _name(function: Callable[..., Any]) -> str:
+    """A callback's name for messages."""
+    return getattr(function, "__qualname__", None) or type(function).__name__
+
+
 def takes_flat_buffers(info: Any, args: tuple[int, ...], plan: Plan,
                        storage: Sequence[np.dtype]) -> bool:
     """True when a kernel (``info``: its ABI and guards) takes exactly the plan buffers
@@ -146,6 +227,8 @@ def written_buffers(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
         elif isinstance(step, Case):
             for branch in step.branches:
                 out |= written_buffers(branch, module)
+        elif isinstance(step, Callback):
+            out |= {r.buffer for r in step.results if r is not None}
         elif not isinstance(step, Free):
             out |= step_buffers(step)
     return frozenset(out)
@@ -155,6 +238,14 @@ def check_argument_count(name: str, arrays: Sequence[Any], params: Sequence[Any]
     """LaunchError unless executable ``@name`` got one argument per parameter."""
     if len(arrays) != len(params):
         raise LaunchError(f"@{name}: expected {len(params)} arguments, got {len(arrays)}")
+
+
+def token_argument(name: str, i: int, arg: Any) -> None:
+    """A token parameter's argument (``i`` of ``@name``): None, since a token has no
+    data; LaunchError otherwise."""
+    if arg is not None:
+        raise LaunchError(f"@{name}: argument {i} is a token (!stablehlo.token): pass None, "
+                          f"got {type(arg).__name__}")
 
 
 def checked_array(name: str, i: int, arr: Any, dtype: np.dtype,

@@ -8,13 +8,14 @@ queue's context or plain USM memory holding the argument's row-major bytes (USM 
 place when the plan never writes it); they are checked as
 :class:`~backend_opencl.plan_exec.Executable` checks them.  Results come back as numpy
 arrays after one wait.  On an in-order queue launches and copies are submitted without
-waiting; on an out-of-order queue each waits for its predecessor.
+waiting; on an out-of-order queue each waits for its predecessor.  Host callbacks and
+tokens are handled as :mod:`backend_opencl.plan_exec` handles them.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,54 +27,53 @@ from backend_opencl.module import NUMPY_DTYPES
 from backend_opencl.runtime import sycl
 from backend_opencl.sycl_module import SyclModule, compile_for_queue
 from tensorlang.diagnostics import LaunchError
-from tensorlang.plan import Copy, Launch, Plan, Step
+from tensorlang.plan import Callback, Copy, Launch, Plan, Step
 
 StepFn = Callable[["_Run"], None]
 _EXECUTABLES: Memo[tuple[Any, ...], SyclExecutable] = Memo(EXECUTABLES_KEPT)
 
 
 def compile_stablehlo_for_queue(text: str, queue: Any, filename: str = "<string>",
-                                check_bounds: bool = False,
-                                entry: str = "main") -> SyclExecutable:
+                                check_bounds: bool = False, entry: str = "main",
+                                host_callbacks: Sequence[Callable[..., Any]] | None = None
+                                ) -> SyclExecutable:
     """Parse, verify and lower StableHLO text; build its kernels for SYCL ``queue``
     (cached per text and queue in this process; the lowered program also on disk, as
-    :func:`backend_opencl.driver.compile_stablehlo_program` keeps it)."""
+    :func:`backend_opencl.driver.compile_stablehlo_program` keeps it, which also says
+    what ``host_callbacks`` are)."""
     from backend_opencl import driver
 
-    key = (text, filename, entry, queue, check_bounds)
+    count = None if host_callbacks is None else len(host_callbacks)
+    key = (text, filename, entry, queue, count, check_bounds)
     exe = _EXECUTABLES.get(key)
-    if exe is not None:
-        return exe
-    device = sycl.sycl_device(queue)
-    disk = driver._lowered_cache_file((text, filename, entry, device.key, check_bounds))
-    exe = _load(disk, device) if disk is not None else None
     if exe is None:
-        exe = _lowered(text, device, filename, entry, check_bounds)
-        if disk is not None:
-            driver._store_executable(disk, exe)
-    _EXECUTABLES[key] = exe
-    return exe
+        device = sycl.sycl_device(queue)
+        disk = driver._lowered_cache_file((text, filename, entry, device.key, count,
+                                           check_bounds))
+        exe = _load(disk, device) if disk is not None else None
+        if exe is None:
+            exe = _lowered(text, device, filename, entry, check_bounds, count)
+            if disk is not None:
+                driver._store_executable(disk, exe)
+        _EXECUTABLES[key] = exe
+    return exe.with_callbacks(host_callbacks) if host_callbacks else exe
 
 
 def _lowered(text: str, device: sycl.SyclDevice, filename: str, entry: str,
-             check_bounds: bool) -> SyclExecutable:
-    """Parse, verify and lower StableHLO text; build its kernels on the queue."""
+             check_bounds: bool, callbacks: int | None) -> SyclExecutable:
+    """Parse, verify and lower StableHLO text (``callbacks``: how many host callbacks the
+    executable will have); build its kernels on the queue."""
     import frontend
     from backend_opencl import driver
-    from frontend.ir.types import TensorType
     from frontend.lower import lower_function
 
     module = frontend.parse(text, filename=filename)
-    lowered = lower_function(driver._part_with(module.parts or [module], entry), entry)
+    lowered = lower_function(driver._part_with(module.parts or [module], entry), entry,
+                             callbacks)
     program = driver._kernels_program(lowered)
     kernels = compile_for_queue(program, device.queue, check_bounds=check_bounds,
                                 launch_checks=False) if program.functions else None
-    func = lowered.func
-    arg_dtypes = [t.element.dtype for t in func.arg_types]
-    result_dtypes = [t.element.dtype if isinstance(t, TensorType) else None
-                     for t in func.result_types]
-    result_dtypes += [driver._check_dtype(lowered, i) for i in range(len(lowered.checks))]
-    return SyclExecutable(lowered.plan, kernels, device, entry, arg_dtypes, result_dtypes)
+    return SyclExecutable(lowered.plan, kernels, device, entry, *driver.value_dtypes(lowered))
 
 
 def _load(path: Any, device: sycl.SyclDevice) -> SyclExecutable | None:
@@ -92,13 +92,16 @@ class SyclExecutable:
     """A compiled StableHLO function on a SYCL queue: call it with numpy or USM arrays."""
 
     def __init__(self, plan: Plan, module: SyclModule | None, device: sycl.SyclDevice,
-                 name: str, arg_dtypes: list[np.dtype], result_dtypes: list[Any]) -> None:
+                 name: str, arg_dtypes: list[Any], result_dtypes: list[Any],
+                 host_callbacks: Sequence[Callable[..., Any]] = ()) -> None:
+        """As :class:`backend_opencl.plan_exec.Executable`'s."""
         self.plan = plan
         self.module = module
         self.device = device
         self.name = name
         self.arg_dtypes = arg_dtypes
         self.result_dtypes = result_dtypes
+        self.host_callbacks = tuple(host_callbacks)
         self.storage = [np.dtype(NUMPY_DTYPES[b.dtype]) for b in plan.buffers]
         self.nbytes = [max(b.size, 1) * dtype.itemsize
                        for b, dtype in zip(plan.buffers, self.storage, strict=True)]
@@ -109,15 +112,17 @@ class SyclExecutable:
         self._written = plan_steps.written_buffers(plan.steps, module)
         self._steps = tuple(self._step(s) for s in plan.steps)
 
-    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
-        """Check the arguments, run the plan, return the results as numpy arrays."""
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
+        """Check the arguments, run the plan, return the results as numpy arrays (None
+        for a token)."""
         args = self.check(arrays)
         with self._lock:
             pool, self._pool = self._pool, {}
         run = _Run(self, pool)
         try:
             for bid, arg in zip(self.plan.params, args, strict=True):
-                self._bind(run, bid, arg)
+                if arg is not None:  # None: a token
+                    self._bind(run, bid, arg)
             run.steps(self._steps)
             return self._collect(run)
         except BaseException:
@@ -129,6 +134,12 @@ class SyclExecutable:
                 for size, mems in run.pool.items():
                     self._pool.setdefault(size, []).extend(mems)
 
+    def with_callbacks(self, host_callbacks: Sequence[Callable[..., Any]]
+                       ) -> SyclExecutable:
+        """This executable calling ``host_callbacks`` at its ``Callback`` steps."""
+        return SyclExecutable(self.plan, self.module, self.device, self.name,
+                              self.arg_dtypes, self.result_dtypes, host_callbacks)
+
     def check(self, arrays: tuple[Any, ...]) -> list[Any]:
         """The arguments as numpy arrays or :class:`sycl.UsmArray` views, or LaunchError
         naming the first mistake."""
@@ -136,6 +147,9 @@ class SyclExecutable:
         plan_steps.check_argument_count(self.name, arrays, params)
         out = []
         for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
+            if dtype is None:
+                out.append(plan_steps.token_argument(self.name, i, a))
+                continue
             arr = self._usm_argument(i, a, bid) if sycl.is_usm(a) else np.asarray(a)
             out.append(plan_steps.checked_array(self.name, i, arr, dtype,
                                                 self.plan.buffer(bid).shape))
@@ -179,11 +193,14 @@ class SyclExecutable:
             return
         sycl.write(run.get(bid), arg.astype(self.storage[bid], copy=False))
 
-    def _collect(self, run: _Run) -> tuple[np.ndarray, ...]:
-        """The results as numpy arrays (after one wait for the queue)."""
+    def _collect(self, run: _Run) -> tuple[np.ndarray | None, ...]:
+        """The results as numpy arrays, None for a token (after one wait for the queue)."""
         sycl.wait(self.device)
-        out = []
+        out: list[np.ndarray | None] = []
         for bid, dtype in zip(self.plan.results, self.result_dtypes, strict=True):
+            if dtype is None:
+                out.append(None)
+                continue
             b = self.plan.buffer(bid)
             host = np.empty(b.size, self.storage[bid])
             sycl.read(run.get(bid), host)
@@ -208,6 +225,9 @@ class SyclExecutable:
             src, dst, device = step.src, step.dst, self.device
             return lambda run: sycl.copy(device, run.get(dst), run.get(src),
                                          self.nbytes[src])
+        if isinstance(step, Callback):
+            return plan_steps.callback(step, self.plan, self.storage, self.host_callbacks,
+                                       self.name)
         control = plan_steps.control_step(step, self._step)
         assert control is not None, step
         return control
@@ -263,10 +283,22 @@ class _Run:
 
     def scalar(self, bid: int) -> Any:
         """The one element of buffer ``bid`` (waits for the queue)."""
+        return self.read(bid, 1)[0]
+
+    def read(self, bid: int, n: int | None = None) -> np.ndarray:
+        """Buffer ``bid``'s first ``n`` elements (default: all), flat (waits for the
+        queue)."""
         sycl.wait(self.exe.device)
-        host = np.empty(1, self.exe.storage[bid])
+        host = np.empty(self.exe.plan.buffer(bid).size if n is None else n,
+                        self.exe.storage[bid])
         sycl.read(self.get(bid), host)
-        return host[0]
+        return host
+
+    def write(self, bid: int, flat: np.ndarray) -> None:
+        """Make buffer ``bid`` hold ``flat`` (waits for the queue: no queued command may
+        use the memory written)."""
+        sycl.wait(self.exe.device)
+        sycl.write(self.get(bid), flat)
 
     def free(self, bids: tuple[int, ...]) -> None:
         """Return buffers to the pool (borrowed and constant memory is dropped)."""

@@ -9,12 +9,19 @@ Public API::
 
 from __future__ import annotations
 
-from tensorlang.diagnostics import BoundsError, CompileError, LaunchError, Loc, TlcError
+from tensorlang.diagnostics import (
+    BoundsError,
+    CallbackError,
+    CompileError,
+    LaunchError,
+    Loc,
+    TlcError,
+)
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 
 __all__ = [
-    "BoundsError", "CompileError", "Function", "Instruction", "LaunchError", "Loc", "Program",
-    "Region", "TlcError", "Value", "parse", "verify_program",
+    "BoundsError", "CallbackError", "CompileError", "Function", "Instruction", "LaunchError",
+    "Loc", "Program", "Region", "TlcError", "Value", "parse", "verify_program",
 ]
 
 

@@ -125,6 +125,12 @@ class LaunchError(TlcError):
     """A kernel or executable was called with wrong arguments; raised before anything runs."""
 
 
+class CallbackError(TlcError):
+    """A host callback of a running program returned what the program does not take: another
+    number of results, or a result of another shape or dtype (the executable waited for its
+    commands before raising this)."""
+
+
 class BoundsError(TlcError):
     """A kernel compiled with ``--check-bounds`` hit an out-of-bounds access at run time.
 

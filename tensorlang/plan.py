@@ -4,7 +4,8 @@ A :class:`Plan` names device buffers (flat, row-major, of one tensor-language sc
 the entry function's parameters and results (buffer ids), and an ordered list of steps:
 kernel launches, copies, host-side control flow (``While``, ``If``, ``Case``) whose
 predicates are read back from one-element buffers (a counted ``While`` reads its bounds
-once instead), and ``Free`` steps that end buffer
+once instead), calls of the program's host callbacks (``Callback``: Python functions the
+executable is given, such as jax's ``debug.print``), and ``Free`` steps that end buffer
 lifetimes so the executor can reuse their memory.  The plan is plain frozen data; the
 front end builds it and the back end (``backend_opencl.plan_exec``) executes it.
 """
@@ -132,13 +133,41 @@ class Case:
 
 
 @dataclass(frozen=True)
+class HostValue:
+    """A value a host callback takes or gives: the elements of buffer ``buffer`` (its
+    shape) as numpy dtype ``dtype``, named as ``numpy.dtype`` reads it: the StableHLO
+    element type, which the buffer may store in another type (a 4-bit integer in a byte)."""
+
+    buffer: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Callback:
+    """Call host function ``index`` (of the Python functions the executable is compiled
+    with) once the commands before have run: ``args`` are read back and passed as numpy
+    arrays, and the arrays it returns, one per result, are written into ``results`` before
+    the commands after run.  A token operand or result is None: no data (passed as None,
+    its returned entry ignored)."""
+
+    index: int
+    args: tuple[HostValue | None, ...]
+    results: tuple[HostValue | None, ...]
+
+    @property
+    def buffers(self) -> set[int]:
+        """The buffers the call reads and writes."""
+        return {v.buffer for v in (*self.args, *self.results) if v is not None}
+
+
+@dataclass(frozen=True)
 class Free:
     """The buffers' lifetimes end here: their memory may be reused."""
 
     buffers: tuple[int, ...]
 
 
-Step = Launch | Copy | While | If | Case | Free
+Step = Launch | Copy | While | If | Case | Callback | Free
 
 
 @dataclass(frozen=True)
@@ -163,6 +192,8 @@ def step_buffers(step: Step) -> set[int]:
         return {step.src, step.dst}
     if isinstance(step, Free):
         return set()
+    if isinstance(step, Callback):
+        return step.buffers
     nested: list[tuple[Step, ...]]
     if isinstance(step, While):
         nested, own = [step.cond, step.body], {step.pred}
@@ -210,6 +241,9 @@ def renamed(steps: tuple[Step, ...] | list[Step], names: dict[int, int]) -> tupl
             return Copy(b(step.src), b(step.dst))
         if isinstance(step, Free):
             return Free(tuple(b(a) for a in step.buffers))
+        if isinstance(step, Callback):
+            return replace(step, args=tuple(_value(v, names) for v in step.args),
+                           results=tuple(_value(v, names) for v in step.results))
         if isinstance(step, If):
             return If(b(step.pred), renamed(step.then, names), renamed(step.otherwise, names))
         if isinstance(step, Case):
@@ -226,3 +260,8 @@ def renamed(steps: tuple[Step, ...] | list[Step], names: dict[int, int]) -> tupl
 def _bound(bound: Bound, names: dict[int, int]) -> Bound:
     return bound if bound.buffer is None else Bound(bound.value,
                                                     names.get(bound.buffer, bound.buffer))
+
+
+def _value(value: HostValue | None, names: dict[int, int]) -> HostValue | None:
+    return value if value is None else replace(value, buffer=names.get(value.buffer,
+                                                                       value.buffer))

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from backend_opencl.jax_aot import Compiled, Lowered, Summary
-from backend_opencl.jax_bridge import JaxCompileError, Jitted, jit
+from backend_opencl.jax_bridge import JaxCompileError, Jitted, host_callbacks, jit
 
-__all__ = ["Compiled", "JaxCompileError", "Jitted", "Lowered", "Summary", "jit"]
+__all__ = ["Compiled", "JaxCompileError", "Jitted", "Lowered", "Summary", "host_callbacks",
+           "jit"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
+from frontend.ir.types import TokenType
 from frontend.lower import device_loop, dynamic, loops, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
@@ -91,8 +92,8 @@ def while_(lw: FuncLowering, op: Op) -> None:
     carry = []
     for v, r, a, new in zip(op.operands, op.results, body.args, body.ops[-1].operands,
                             strict=True):
-        if new is a:  # passed through unchanged: the operand's buffer is the carry
-            carry.append(lw.materialize(v))
+        if new is a or isinstance(v.type, TokenType):  # passed through, or no data:
+            carry.append(lw.materialize(v))  # the operand's buffer is the carry
         elif _owned(lw, op, v):  # read by the loop only: its buffer is the carry
             carry.append(lw.materialize(v))
         else:

@@ -4,15 +4,16 @@ When every value the loop's condition and body compute per iteration is small (a
 :data:`MAX_ELEMENTS` elements; values passed through unchanged, such as a power
 iteration's matrix, and stacks updated a slice at a time do not count), their work per
 iteration is at most :data:`MAX_WORK` and every op is elemental, a ``reduce`` or a
-``dot_general``, the whole loop runs
-in one work-group of one kernel: per iteration the condition is evaluated on the device
-and, while it holds, the body's reductions and dots are computed into scratch buffers, its
-results into temporaries and those copied into the carried buffers (``foreach`` phases;
-the insert-barrier pass puts barriers between them).  A ``dynamic_update_slice`` of a
-carried value nothing else reads writes its slice straight into the carried buffer.  A
-launch runs at most :data:`CHUNK_TRIPS` iterations and leaves in a flag whether the loop
-may go on, so the host relaunches it (``While`` with the launch as its condition) and
-reads back one flag per chunk instead of one predicate per iteration.  A counted loop
+``dot_general`` (so a host callback, a ``custom_call``, keeps its loop on the host, as
+does a carried token), the whole loop runs in one work-group of one kernel: per iteration
+the condition is evaluated on the device and, while it holds, the body's reductions and
+dots are computed into scratch buffers, its results into temporaries and those copied
+into the carried buffers (``foreach`` phases; the insert-barrier pass puts barriers
+between them).  A ``dynamic_update_slice`` of a carried value nothing else reads writes
+its slice straight into the carried buffer.  A launch runs at most :data:`CHUNK_TRIPS`
+iterations and leaves in a flag whether the loop may go on, so the host relaunches it
+(``While`` with the launch as its condition) and reads back one flag per chunk instead of
+one predicate per iteration.  A counted loop
 whose trip count is a compile-time constant (:mod:`frontend.lower.loops`) is one launch
 running the body that many times: no condition, no read-back.
 
@@ -31,6 +32,7 @@ from math import prod
 
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.quant import is_quantized
+from frontend.ir.types import TokenType
 from frontend.lower import loop_projection, scatter_gather, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.driver import FuncLowering
@@ -79,6 +81,8 @@ _COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
 def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -> bool:
     """Lower while ``op`` (operands already copied into ``carry``) as one kernel when it
     qualifies; False (and nothing emitted) otherwise."""
+    if any(isinstance(v.type, TokenType) for v in op.operands):
+        return False  # a token orders host effects (callbacks): the loop stays on the host
     cond, body = op.regions[0].block, op.regions[1].block
     in_place = {u for i in range(len(carry)) if (u := _in_place(lw, body, i)) is not None}
     changed = [r for r, a, v in zip(op.results, body.args, body.ops[-1].operands, strict=True)

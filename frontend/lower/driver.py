@@ -6,6 +6,10 @@ with a kernel lowering run it (it emits kernels and plan steps); elemental ops a
 lazy and fuse into whichever kernel needs their elements, unless they are shared (used
 more than once and not cheap), in which case they are materialized into a buffer right
 away.  Function results are materialized at the return.
+
+Tokens (``!stablehlo.token``) carry no data: every token value is one empty buffer
+(:meth:`FuncLowering.token`) that no step reads or writes, so loops and branches that pass
+tokens along copy nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
+from frontend.ir.types import TokenType
 from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, groups_nd
 from frontend.lower.concat_slices import compute_by_slices
@@ -83,8 +88,12 @@ class Lowered:
 class FuncLowering:
     """The state of lowering one entry function (and everything it calls)."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, host_callbacks: int | None = None) -> None:
         self.module = module
+        self.host_callbacks = host_callbacks
+        """How many Python functions the executable's host callbacks will have (None:
+        none; a host callback is then a CompileError)."""
+        self._token: int | None = None
         self.buffers: list[Buffer] = []
         self.kernels: list[str] = []
         self._env: dict[Value, int] = {}
@@ -110,8 +119,16 @@ class FuncLowering:
         return len(self.buffers) - 1
 
     def buffer_for(self, v: Value) -> int:
-        """A new buffer shaped like ``v``."""
+        """A new buffer shaped like ``v`` (a token's: the token buffer)."""
+        if isinstance(v.type, TokenType):
+            return self.token()
         return self.new_buffer(types.elem(v), types.shape(v))
+
+    def token(self) -> int:
+        """The buffer every token value stands for: empty, never read or written."""
+        if self._token is None:
+            self._token = self.new_buffer("i1", (0,))
+        return self._token
 
     @property
     def env(self) -> dict[Value, int]:
@@ -139,7 +156,8 @@ class FuncLowering:
         if buf is not None:
             return buf
         out = self.buffer_for(v)
-        self.compute_into(v, out)
+        if not isinstance(v.type, TokenType):  # ops making tokens bind none
+            self.compute_into(v, out)
         self.bind(v, out)
         return out
 
@@ -290,12 +308,15 @@ def _short(op: Op) -> str:
     return op.name.split(".")[-1]
 
 
-def lower_function(module: Module, entry: str = "main") -> Lowered:
-    """Lower the public function ``entry`` of ``module``."""
+def lower_function(module: Module, entry: str = "main",
+                   host_callbacks: int | None = None) -> Lowered:
+    """Lower the public function ``entry`` of ``module``; ``host_callbacks``: how many
+    Python functions the executable's host callbacks will have (None: none, and a host
+    callback is a CompileError)."""
     load_families()
     func = find_entry(module, entry)
     body = inline_calls(module, func)
-    lw = FuncLowering(module)
+    lw = FuncLowering(module, host_callbacks)
     lw.count_uses(body)
     params = []
     for a in body.block.args:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.quant import is_quantized
+from frontend.ir.types import TensorType
 from frontend.lower import quant, types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.registry import ELEMENTAL
@@ -229,7 +230,8 @@ def materialize_results(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
     materialized one by one."""
     groups: dict[tuple[int, ...], list[Value]] = {}
     for v in dict.fromkeys(values):
-        if lw.buffer_of(v) is None and isinstance(v.owner, Op) and types.size(v) > 0:
+        if lw.buffer_of(v) is None and isinstance(v.owner, Op) \
+                and isinstance(v.type, TensorType) and types.size(v) > 0:
             groups.setdefault(types.shape(v), []).append(v)
     for group in groups.values():
         if len(group) > 1:

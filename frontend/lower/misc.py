@@ -1,7 +1,8 @@
 """Tokens and collectives for one process (one replica, one partition).
 
-Tokens carry no data: ``after_all`` and ``create_token`` lower to nothing. With a single
-process every collective's group is that process alone, so the spec's results are:
+Tokens carry no data: ``after_all`` and ``create_token`` lower to nothing (their results
+are the token buffer, ``FuncLowering.token``). With a single process every collective's
+group is that process alone, so the spec's results are:
 ``all_reduce`` / ``all_gather`` / ``reduce_scatter`` / ``all_to_all`` /
 ``collective_broadcast``: the operands; ``collective_permute``: the operand when the
 process sends to itself, else zeros; ``replica_id`` / ``partition_id``: 0.

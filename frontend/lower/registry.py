@@ -55,6 +55,7 @@ def load_families() -> None:
     from frontend.lower import (  # noqa: F401
         batchnorm,
         bitcast,
+        callbacks,
         checks,
         chlo_mulhi,
         chlo_scan,

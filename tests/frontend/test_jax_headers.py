@@ -55,8 +55,9 @@ def test_meshes_keep_their_attributes() -> None:
 
 
 def test_host_callback_parses_with_its_python_origin() -> None:
-    """jax.debug.print's host callback is an ordinary custom_call (lowering rejects it),
-    located through jax's named and call-site locations."""
+    """jax.debug.print's host callback is an ordinary custom_call (lowered to a host
+    plan ``Callback``, tests/lowering/test_callbacks.py), located through jax's named and
+    call-site locations."""
     op = next(op for op in walk(_parse("debug_print").funcs[0].body)
               if op.name == "stablehlo.custom_call")
     assert str(op.attrs["call_target_name"]).strip('"') == "xla_ffi_python_cpu_callback"

@@ -4,7 +4,7 @@ shardings, host callbacks, donation, memory kinds, custom derivatives, remateria
 named scopes and debug locations.
 
 ``tests/jax/test_jax_headers.py`` lowers each with the installed jax and checks that
-tlc parses it (and runs it, or reports its host callback at the user's line). Run as a
+tlc parses it and runs it (host callbacks with their Python functions). Run as a
 script, it writes a few of the lowerings to ``tests/frontend/data/`` for the parser
 tests that run without jax::
 
@@ -38,9 +38,10 @@ MESH_2D = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("x", "y"))
 class Program:
     """A function lowered with ``jax.jit(fun, **jit).lower(*args)``.
 
-    ``kind``: "runs" (tlc compiles it and matches jax), "callback" (a host callback:
-    tlc reports it, not supported yet, at the line of ``fun`` holding ``marker``) or
-    "parses" (tlc parses it; compiling it needs what tlc lacks).
+    ``kind``: "runs" (tlc compiles it and matches jax), "callback" (a host callback at
+    the line of ``fun`` holding ``marker``: tlc runs it with jax's Python functions and
+    matches jax, and without them reports it at that line) or "parses" (tlc parses it;
+    compiling it needs what tlc lacks).
     """
 
     name: str
