@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tensorlang.diagnostics import CompileError
@@ -78,14 +79,30 @@ def target_from_device(device: object) -> Target:
         has_svm=bool(getattr(device, "has_svm", True)),
         simd_across_work_items=kind == "cpu" and str(
             getattr(device, "platform_name", "")).lower().startswith("intel(r) opencl"),
-        **_vector_registers(kind, getattr(device, "preferred_vector_width", None) or {}),
+        **_vector_registers(kind, getattr(device, "preferred_vector_width", None) or {},
+                            llvm_major(str(getattr(device, "platform_version", "")))),
     )
 
 
-def _vector_registers(kind: str, preferred: dict[str, int]) -> dict[str, int]:
+WIDE_VECTORS_LLVM = 15
+"""The oldest LLVM behind a PoCL that compiles tlc's 512-bit vector code: PyPI's PoCL 3.0
+(LLVM 14) on an AVX-512 CPU (AMD Zen 4) stops with "Do not know how to scalarize this
+operator's operand!" or crashes in the kernels; with 256-bit vectors it runs them right."""
+
+
+def llvm_major(platform_version: str) -> int | None:
+    """The major version of the LLVM a PoCL platform names (``... LLVM 14.0.6, ...``)."""
+    found = re.search(r"\bLLVM (\d+)\.", platform_version)
+    return int(found.group(1)) if found else None
+
+
+def _vector_registers(kind: str, preferred: dict[str, int],
+                      llvm: int | None = None) -> dict[str, int]:
     """``vector_bytes`` and ``registers`` of a CPU: 64 bytes and 32 registers where the
-    driver prefers 16 float lanes (PoCL on AVX-512), else the defaults (AVX2: 32 x 16)."""
-    if kind == "cpu" and int(preferred.get("float", 0)) >= 16:
+    driver prefers 16 float lanes (PoCL on AVX-512) and its LLVM handles them (see
+    :data:`WIDE_VECTORS_LLVM`), else the defaults (AVX2: 32 x 16)."""
+    wide = int(preferred.get("float", 0)) >= 16 and (llvm is None or llvm >= WIDE_VECTORS_LLVM)
+    if kind == "cpu" and wide:
         return {"vector_bytes": 64, "registers": 32}
     return {}
 

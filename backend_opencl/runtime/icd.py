@@ -193,8 +193,16 @@ def _pypi_only(system: list[Icd], bundled: list[Icd]) -> LoaderPlan:
             "PyPI's PoCL is not installed (`pip install pocl-binary-distribution`)",
         )
     os.environ["OCL_ICD_VENDORS"] = pocl[0].path
+    os.environ.setdefault(KERNEL_CACHE_ENV, "0")
     note = "only PyPI's PoCL is loaded (device spec 'pypi'); system drivers are hidden"
     return LoaderPlan("pypi", (pocl[0],), tuple(system), note)
+
+
+KERNEL_CACHE_ENV = "POCL_KERNEL_CACHE"
+"""PoCL's switch of its kernel cache, which tlc turns off for PyPI's PoCL 3.0 unless the
+user set it: a build answered from that cache (another process's, of the same source)
+lacks its kernels (``clCreateKernel``: ``INVALID_KERNEL_NAME``) and the process aborts
+when it releases its context (seen on AMD Zen 4)."""
 
 
 def pip_intel_library() -> str | None:

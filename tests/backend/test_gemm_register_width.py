@@ -14,7 +14,13 @@ import tensorlang
 from backend_opencl.driver import compile_program, lower
 from backend_opencl.emit import Target
 from backend_opencl.emit.costmodel import register_block
-from backend_opencl.emit.target import KernelPlan, target_from_device
+from backend_opencl.emit.target import (
+    WIDE_VECTORS_LLVM,
+    KernelPlan,
+    llvm_major,
+    target_from_device,
+)
+from backend_opencl.runtime import get_device
 from tensorlang.ir.types import F32, F64
 from tests.backend import test_gemm as GEMM
 
@@ -42,8 +48,18 @@ def _source() -> str:
     return "\n".join(GEMM.source(c) for c in CASES)
 
 
+def _skip_unless_wide_vectors_build() -> None:
+    """Skip where the device's LLVM cannot compile 512-bit vector code (PyPI's PoCL 3.0:
+    ``emit.target.WIDE_VECTORS_LLVM``)."""
+    llvm = llvm_major(get_device().platform_version)
+    if llvm is not None and llvm < WIDE_VECTORS_LLVM:
+        pytest.skip(f"the device's LLVM {llvm} cannot compile 512-bit vector code")
+
+
 @pytest.fixture(scope="module", params=["avx2", "avx512"])
 def module(request) -> object:
+    if request.param == "avx512":
+        _skip_unless_wide_vectors_build()
     return compile_program(_source(), target=AVX2 if request.param == "avx2" else AVX512)
 
 
@@ -54,6 +70,7 @@ def test_gemm_for_the_register_width(module, h, rng, case: Case) -> None:
 
 @pytest.mark.parametrize("stage", [True, False])
 def test_wide_target_stages_and_reads_in_place(h, rng, stage: bool) -> None:
+    _skip_unless_wide_vectors_build()
     case = Case("f32", "t", "n", 70, 19, 33)
     module = compile_program(GEMM.source(case), target=Target(vector_bytes=64, registers=32,
                                                                stage_transposed=stage))
@@ -105,3 +122,15 @@ def test_target_from_device_reads_the_preferred_vector_width(kind: str, lanes: i
     device = SimpleNamespace(kind=kind, preferred_vector_width={"float": lanes})
     target = target_from_device(device)
     assert (target.vector_bytes, target.registers) == ((64, 32) if wide else (32, 16))
+
+
+@pytest.mark.parametrize(("platform", "wide"), [
+    ("OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, SLEEF, DISTRO", False),
+    ("OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF", True),
+    ("OpenCL 3.0 (Build 0)", True)])
+def test_an_old_llvm_keeps_256_bit_vectors(platform: str, wide: bool) -> None:
+    """PyPI's PoCL 3.0 (LLVM 14) on an AVX-512 CPU gets the AVX2 model: its LLVM stops on,
+    or miscompiles, tlc's 512-bit vector code."""
+    device = SimpleNamespace(kind="cpu", preferred_vector_width={"float": 16},
+                             platform_version=platform)
+    assert target_from_device(device).vector_bytes == (64 if wide else 32)
