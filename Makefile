@@ -34,6 +34,18 @@ $(VENV)/.bench-installed: pyproject.toml
 	@$(PIP) -e '.[dev,bench]'
 	@touch $@
 
+# Real JAX models (flax, haiku, equinox, optax, keras, diffrax) through tlc.jax.jit against
+# jax.jit (benchmarks/jax_models.py; docs/performance.md, "Real JAX models"). BENCH_ARGS
+# passes options, e.g. make bench-models BENCH_ARGS='--quick --filter mlp'.
+.PHONY: bench-models
+bench-models: setup $(VENV)/.models-installed
+	$(PY) benchmarks/jax_models.py $(BENCH_ARGS)
+
+$(VENV)/.models-installed: pyproject.toml
+	@echo "setup: installing the model libraries into $(abspath $(VENV)) (pip install -e '.[dev,models]')"
+	@$(PIP) -e '.[dev,models]'
+	@touch $@
+
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
