@@ -13,12 +13,16 @@ Called with jax tracers (inside ``jax.jit``, ``grad``, ``vmap``, ``eval_shape`` 
 is one application of the ``tlc_call`` primitive, whose rules compile the transformed
 function with tlc (:mod:`backend_opencl.jax_primitive`).
 
-Arguments may be jax arrays, numpy arrays, Python scalars or typed PRNG keys
-(``jax.random.key``: passed as their ``key_data``, as jax lowers them); results are
-**numpy arrays** in the pytree structure ``f`` returns (typed keys: keys again).  Numpy,
-not jax arrays: tlc's results are host arrays already, and ``jnp.asarray`` turns them
-into jax arrays when needed (a round trip through DLPack would copy to jax's device as
-well).
+Arguments may be jax arrays, numpy arrays, Python scalars, typed PRNG keys
+(``jax.random.key``: passed as their ``key_data``, as jax lowers them) or tlc's own
+results.  Results come in the pytree structure ``f`` returns (typed keys: keys again),
+as **numpy arrays** after a wait for the device by default.  With ``device_results``
+(per function, or for all with :func:`set_device_results` or ``TLC_DEVICE_RESULTS=1``)
+a call returns as soon as its commands are queued, and its results are
+:class:`~backend_opencl.device_array.DeviceArray` s that stay on the device: the next
+tlc call takes them without a copy, and ``np.asarray``, ``__array__``, DLPack and
+``block_until_ready()`` wait for them (jax's asynchronous dispatch).  ``jnp.asarray``
+turns either into jax arrays.
 
 Host callbacks (``jax.debug.print``, ``jax.pure_callback``, ``io_callback``) run: the
 Python functions jax keeps beside its lowering are passed to the compiler, and the
@@ -39,6 +43,7 @@ import contextvars
 import functools
 import inspect
 import linecache
+import os
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -47,6 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from backend_opencl.device_array import DeviceArray
 from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, TlcError, note
 
 
@@ -64,11 +70,25 @@ def _jax() -> Any:
     return jax
 
 
+DEVICE_RESULTS_ENV = "TLC_DEVICE_RESULTS"
+"""Set to 1 to make ``device_results`` the default of every ``tlc.jax.jit`` function."""
+
+_device_results_default = os.environ.get(DEVICE_RESULTS_ENV) == "1"
+
+
+def set_device_results(enabled: bool) -> bool:
+    """Make ``device_results`` (see :func:`jit`) the default of the functions that do
+    not choose (those made before too); return the previous default."""
+    global _device_results_default
+    previous, _device_results_default = _device_results_default, bool(enabled)
+    return previous
+
+
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (),
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, device: Any = None,
-        check_bounds: bool = False) -> Any:
+        check_bounds: bool = False, device_results: bool | None = None) -> Any:
     """``jax.jit``'s spelling for tlc: ``f`` compiled by tlc for ``device`` (an OpenCL
     device: index or name part, as ``tlc devices`` shows; default as ``tlc`` chooses).
 
@@ -76,10 +96,13 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     ``check_bounds`` compiles run-time bounds guards into the kernels. Donation
     (``donate_argnums``, ``donate_argnames``) is a hint, as jax allows: the lowering marks
     the donated parameters, and tlc neither reuses nor invalidates their arrays.
+    ``device_results``: return :class:`DeviceArray` s without waiting for the device
+    (None: as :func:`set_device_results` says, by default numpy arrays after a wait).
     """
     options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
                "donate_argnums": donate_argnums, "donate_argnames": donate_argnames,
-               "device": device, "check_bounds": check_bounds}
+               "device": device, "check_bounds": check_bounds,
+               "device_results": device_results}
     if fun is None:
         return functools.partial(jit, **options)
     return Jitted(fun, **options)
@@ -135,12 +158,15 @@ class Jitted:
                  static_argnames: str | Sequence[str] = (),
                  donate_argnums: int | Sequence[int] | None = None,
                  donate_argnames: str | Sequence[str] | None = None, device: Any = None,
-                 check_bounds: bool = False) -> None:
+                 check_bounds: bool = False, device_results: bool | None = None) -> None:
         jax = _jax()
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.device = device
         self.check_bounds = check_bounds
+        self.device_results = device_results
+        """Whether calls return device arrays without waiting (None: the default,
+        :func:`set_device_results`)."""
         self._nums, self._names = _static_args(fun, static_argnums, static_argnames)
         self._jitted = jax.jit(fun, static_argnums=self._nums, static_argnames=self._names,
                                donate_argnums=donate_argnums,
@@ -148,14 +174,24 @@ class Jitted:
                                keep_unused=True)  # every leaf stays a parameter
         self._tracer = jax.core.Tracer
         self._cache: dict[_Signature, _Entry] = {}
+        self._fast: dict[tuple[Any, ...], _Entry] = {}
+        """Entries of calls with only numpy or tlc arrays as positional arguments, by
+        :func:`_array_key` (no pytree flattening)."""
         self._traced: dict[_Signature, Any] = {}  # jax_primitive.Traced per signature
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = None if kwargs or self._nums else _array_key(args)
+        if fast is not None:
+            entry = self._fast.get(fast)
+            if entry is not None:
+                return self._run(entry, list(args))
         leaves, key = self._signature(args, kwargs)
         if any(isinstance(x, self._tracer) for x in leaves):
             return self._call_traced(leaves, key)
         entry = self._cache.get(key) or self._entry(key, lambda: self._lower(args, kwargs))
+        if fast is not None:
+            self._fast[fast] = entry
         return self._run(entry, leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
@@ -211,12 +247,22 @@ class Jitted:
         """Run a compiled signature on a call's dynamic leaves; its results' pytree."""
         for i in entry.key_args:
             leaves[i] = _jax().random.key_data(leaves[i])
-        tokens = entry.tokens
-        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, entry.exe.arg_dtypes[tokens:],
+        tokens, exe = entry.tokens, entry.exe
+        arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, exe.arg_dtypes[tokens:],
                                                           strict=True)]
-        outs = list(entry.exe(*[None] * tokens, *arrays)[tokens:tokens + entry.results])
+        device = self.device_results
+        if device is None:
+            device = _device_results_default
+        if not device:
+            results = exe(*[None] * tokens, *arrays)
+        elif hasattr(exe, "dispatch"):
+            results = exe.dispatch(*[None] * tokens, *arrays)
+        else:  # an executor that always waits (SYCL's): its results as device arrays
+            results = tuple(None if r is None else DeviceArray.of_host(r)
+                            for r in exe(*[None] * tokens, *arrays))
+        outs = list(results[tokens:tokens + entry.results])
         for i, dtype in entry.key_results:
-            outs[i] = _wrap_key(outs[i], dtype)
+            outs[i] = _wrap_key(np.asarray(outs[i]), dtype)
         return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _call_traced(self, leaves: list[Any], key: _Signature) -> Any:
@@ -234,6 +280,10 @@ class Jitted:
 
     def _lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """jax's ``Lowered`` of ``f`` for a call's arguments."""
+        jax = _jax()
+        args, kwargs = jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype) if type(x) is DeviceArray else x,
+            (args, kwargs))  # jax abstracts only its own types
         with inlining_tlc():
             return self._jitted.lower(*args, **kwargs)
 
@@ -317,7 +367,7 @@ def _leaf_key(x: Any) -> Hashable:
     """What of an argument leaf the compiled program depends on (a few hundred ns: it is
     computed for every leaf of every call); a typed PRNG key keeps its key dtype, which
     names its implementation."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, DeviceArray)):
         return x.shape, x.dtype, False
     if isinstance(x, _SCALARS):
         return type(x)
@@ -333,6 +383,20 @@ def _leaf_key(x: Any) -> Hashable:
         raise TlcError(f"error: tlc.jax cannot take an argument of type {type(x).__name__} "
                        f"with dtype {dtype}") from None
     return tuple(shape), dtype, bool(getattr(x, "weak_type", False))
+
+
+_ARRAYS = (np.ndarray, DeviceArray)
+
+
+def _array_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The signature of a call whose arguments are all numpy or tlc arrays (each a leaf,
+    of no weak type): their shapes and dtypes; None for any other call."""
+    key = []
+    for a in args:
+        if type(a) not in _ARRAYS:
+            return None
+        key.append((a.shape, a.dtype))
+    return tuple(key)
 
 
 def _is_key(dtype: Any) -> bool:
@@ -363,6 +427,8 @@ def _wrap_key(data: np.ndarray, dtype: Any) -> Any:
 def _as_array(x: Any, dtype: np.dtype) -> np.ndarray:
     """Leaf ``x`` as a numpy array of the parameter's dtype (jax's canonical dtype: float64
     numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``)."""
+    if type(x) is DeviceArray and x.dtype == dtype:
+        return x  # bound as it stands (on its device, or its host copy)
     arr = np.asarray(x)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 

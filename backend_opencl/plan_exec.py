@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from backend_opencl import plan_frame, plan_steps
+from backend_opencl.device_array import DeviceArray
 from backend_opencl.module import NUMPY_DTYPES, max_allocation
 from backend_opencl.runtime import buffers, launch, memory, profile
 from tensorlang.diagnostics import LaunchError
@@ -140,6 +141,59 @@ class Executable:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
 
+    def dispatch(self, *arrays: Any) -> tuple[DeviceArray | None, ...]:
+        """Call without waiting: enqueue the call's commands and return its results as
+        :class:`DeviceArray` s that stay on the device until read (see
+        :mod:`backend_opencl.device_array`).  Arguments are taken as they are at the call
+        (numpy arrays are copied before it returns).  A plan with host loops or
+        callbacks, which reads the device as it goes, runs as a plain call."""
+        args = self.check(arrays)
+        if self._steps is None:
+            self._resolve()
+        frames = self._frames
+        if frames is None:
+            return tuple(None if r is None else DeviceArray.of_host(r) for r in self(*args))
+        run = frames.take()
+        try:
+            for bid, arg in zip(self.plan.params, args, strict=True):
+                if arg is not None:
+                    self._bind(run, bid, arg, False, snapshot=True)
+            for bid, direct in zip(self.plan.results, self._in_place_results, strict=True):
+                if direct:
+                    self._result_host(run, bid)
+            run.run(False, gated=False)
+            return self._device_results(run, args, frames)
+        except BaseException:
+            self.device.queue.finish()
+            frames.give(run)
+            raise
+
+    def _device_results(self, run: Any, args: list[Any], frames: plan_frame.Frames
+                        ) -> tuple[DeviceArray | None, ...]:
+        """The results of a call that did not wait; its frame goes back once the results
+        over the frame's own memory are read or dropped."""
+        plan, lease = self.plan, None
+        outs: list[DeviceArray | None] = []
+        for bid, direct, dtype in zip(plan.results, self._in_place_results,
+                                      self.result_dtypes, strict=True):
+            if dtype is None:
+                outs.append(None)
+            elif bid in plan.params:  # the argument itself
+                arg = args[plan.params.index(bid)]
+                host = arg.get() if memory.is_device_array(arg) else arg
+                outs.append(arg if isinstance(arg, DeviceArray)
+                            else DeviceArray.of_host(np.array(host, dtype)))
+            else:
+                slot = not direct and plan.buffer(bid).init is None
+                if slot and lease is None:
+                    lease = frames.lease(run)
+                outs.append(DeviceArray(run.get(bid), plan.buffer(bid).shape, dtype,
+                                        self._storage[bid], run.last, self._queue,
+                                        self._spin, lease if slot else None))
+        if lease is None:
+            frames.release(run)
+        return tuple(outs)
+
     def with_callbacks(self, host_callbacks: Sequence[Callable[..., Any]]) -> Executable:
         """This executable calling ``host_callbacks`` at its ``Callback`` steps (a new
         executable over the same plan and kernels)."""
@@ -191,9 +245,15 @@ class Executable:
                      and plan.buffer(bid).size * self._storage[bid].itemsize
                      >= IN_PLACE_BYTES for bid in plan.results)
 
-    def _bind(self, run: Any, bid: int, arg: Any, profiling: bool) -> None:
-        """Make ``arg`` (checked) the contents of parameter buffer ``bid``."""
+    def _bind(self, run: Any, bid: int, arg: Any, profiling: bool,
+              snapshot: bool = False) -> None:
+        """Make ``arg`` (checked) the contents of parameter buffer ``bid`` (``snapshot``:
+        of a call that does not wait, so the caller's numpy memory is copied now)."""
         written = bid in (self._written or ())
+        if type(arg) is DeviceArray:
+            if self._bind_device_array(run, bid, arg, written):
+                return
+            arg = arg.host()
         if type(arg) is not np.ndarray and memory.is_device_array(arg):
             if not written and arg.offset == 0 and arg.size:
                 run.borrow(bid, arg if arg.ndim == 1 else arg.reshape(-1))
@@ -202,7 +262,7 @@ class Executable:
             return
         storage = self._storage[bid]
         host = arg if arg.dtype is storage else arg.astype(storage, copy=False)
-        if self._align and not written and host.nbytes >= IN_PLACE_BYTES \
+        if self._align and not written and not snapshot and host.nbytes >= IN_PLACE_BYTES \
                 and host.flags.c_contiguous and host.flags.aligned \
                 and (self._anywhere or host.ctypes.data % self._align == 0):  # see top
             run.borrow(bid, buffers.HostArray.over(self._ctx, self._queue, host.reshape(-1),
@@ -214,7 +274,23 @@ class Executable:
             if profiling:
                 profile.PROFILE.moved(to_device=host.nbytes)
             return
-        run.transfer(buffers.write(target, host))
+        run.transfer(buffers.write(target, host.copy() if snapshot else host))
+
+    def _bind_device_array(self, run: Any, bid: int, arg: DeviceArray, written: bool
+                           ) -> bool:
+        """Bind a tlc result still on this executable's device as parameter ``bid``: its
+        buffer itself when the plan only reads it, else a device copy (the in-order
+        queue runs them after the commands that compute it).  False when it is not on
+        this device (or already read): the caller binds its host copy."""
+        buffer = arg.buffer
+        if buffer is None or arg.storage != self._storage[bid] or arg.context != self._ctx:
+            return False
+        run.keep.append(arg)  # its memory (and frame) stay until this call's commands ran
+        if written:
+            run.enqueued(buffers.copy(self.device, run.get(bid), buffer))
+        else:
+            run.borrow(bid, buffer)
+        return True
 
     def new_buffer(self, bid: int) -> Any:
         """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
@@ -305,7 +381,7 @@ class Executable:
                 continue
             if memory.is_device_array(a):
                 self._check_device_array(i, a)
-            arr = a if isinstance(a, np.ndarray) or memory.is_device_array(a) \
+            arr = a if isinstance(a, (np.ndarray, DeviceArray)) or memory.is_device_array(a) \
                 else np.asarray(a)
             hosts.append(plan_steps.checked_array(self.name, i, arr, dtype, shape))
         return hosts

@@ -29,6 +29,7 @@ between threads.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import threading
@@ -37,6 +38,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from backend_opencl.device_array import FrameLease
 from backend_opencl.runtime import buffers, launch, profile
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
@@ -149,11 +151,18 @@ class Frame(launch.InFlight):
         self.gated = bool(exe.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
         """Whether enqueues wait behind a gate (CPU devices; see the module docstring)."""
         self.gate: Any = None
+        self.gating = self.gated
+        """Whether this call's enqueues wait behind the gate."""
         self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
         self.bound: dict[int, Any] = dict.fromkeys(layout.dynamic)
         """The buffer each dynamic buffer's kernel arguments were last set to (a slot's;
         None after a borrowed one)."""
         self.ops, self.labels = self._prepare(exe.plan.steps)
+        self.pending: Any = None
+        """The event of the last command of a call that returned without waiting (an
+        asynchronous one, :meth:`Frames.release`): the next call waits for it first."""
+        self.pending_keep: list[Any] = []
+        """What that call's commands use (events, borrowed arrays), kept until then."""
 
     def _prepare(self, steps: tuple[Step, ...]) -> tuple[list[Op], list[str]]:
         """The enqueues of ``steps`` and their profile labels ("": not a launch)."""
@@ -226,9 +235,10 @@ class Frame(launch.InFlight):
         self.cur[bid] = arr
 
 
-    def run(self, profiling: bool) -> None:
+    def run(self, profiling: bool, gated: bool = True) -> None:
         """Set the per-call kernel arguments (those that changed) and enqueue every step
-        (no waiting)."""
+        (no waiting); ``gated``: behind the gate when the device wants one (a call that
+        waits; one that does not lets the device start at once)."""
         bound = self.bound
         for bid, uses in self.uses.items():
             if uses:
@@ -238,6 +248,7 @@ class Frame(launch.InFlight):
                         kernel.set_arg(index, buf)
                     bound[bid] = buf
         self.profiling = profiling
+        self.gating = gated and self.gated
         try:
             self._steps(self.ops, self.labels)
         finally:
@@ -245,7 +256,7 @@ class Frame(launch.InFlight):
 
     def _close(self) -> None:
         """Hold the queue (a marker waiting for a user event) until :meth:`_open`."""
-        if self.gated and self.gate is None:
+        if self.gating and self.gate is None:
             self.gate = cl.UserEvent(self.queue.context)
             cl.enqueue_marker(self.queue, wait_for=[self.gate])
 
@@ -286,8 +297,22 @@ class Frame(launch.InFlight):
         self.last = None
 
 
+def _idle(frame: Frame) -> Frame:
+    """``frame`` once its pending commands are done: their keepsakes dropped."""
+    frame.pending = None
+    frame.pending_keep.clear()
+    return frame
+
+
 class Frames:
-    """The frames of one executable, handed to one call at a time."""
+    """The frames of one executable, handed to one call at a time.
+
+    A frame given back by a call that waited is idle; one released by a call that did
+    not (:meth:`release`) may still have commands queued, and :meth:`take` prefers an
+    idle frame, makes a new one while fewer than ``MAX_PENDING`` are pending (so calls
+    in a row do not wait for each other), and else waits for the oldest."""
+
+    MAX_PENDING = 4
 
     def __init__(self, exe: Any, layout: Layout,
                  fresh: Callable[[], bool] = lambda: False) -> None:
@@ -296,20 +321,49 @@ class Frames:
         self.exe = exe
         self.layout = layout
         self.fresh = fresh
-        self._free: list[Frame] = []
+        self._returned: collections.deque[Frame] = collections.deque()
+        """Frames given back: appended without a lock (also from finalisers)."""
+        self._free: list[Frame] = []  # oldest first; only under _lock
         self._lock = threading.Lock()
 
     def take(self) -> Frame:
-        """A frame no other call is using."""
-        if not self.fresh():
-            with self._lock:
-                if self._free:
-                    return self._free.pop()
-        return Frame(self.exe, self.layout)
+        """A frame no other call is using, its earlier commands done."""
+        if self.fresh():
+            return Frame(self.exe, self.layout)
+        with self._lock:
+            free, returned = self._free, self._returned
+            while returned:
+                free.append(returned.popleft())
+            for i, frame in enumerate(free):
+                if frame.pending is None or launch.complete(frame.pending):
+                    del free[i]
+                    return _idle(frame)
+            if len(free) < self.MAX_PENDING:
+                return Frame(self.exe, self.layout)
+            frame = free.pop(0)
+        launch.finish(frame.queue, frame.pending, frame.exe.pred_spin)
+        return _idle(frame)
+
+    def unused(self) -> int:
+        """How many frames no call is using now."""
+        return len(self._free) + len(self._returned)
 
     def give(self, frame: Frame) -> None:
         """Return a frame after its call has waited for its commands."""
         frame.reset()
         if not self.fresh():
-            with self._lock:
-                self._free.append(frame)
+            self._returned.append(frame)
+
+    def release(self, frame: Frame) -> None:
+        """Return a frame whose call did not wait: its commands may still run, so the
+        frame keeps their last event and everything they use (the arrays bound to it,
+        the events of its host transfers) for :meth:`take` to wait for.  Safe from any
+        thread and from a finaliser (no lock)."""
+        frame.pending = frame.last
+        frame.pending_keep = [*frame.keep, *(frame.cur[bid] for bid in frame.layout.dynamic)]
+        self.give(frame)
+
+    def lease(self, frame: Frame) -> FrameLease:
+        """A lease that releases ``frame`` (:meth:`release`) when its last holder drops
+        it: the results of an asynchronous call over the frame's memory hold it."""
+        return FrameLease(functools.partial(self.release, frame))

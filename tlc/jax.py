@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 from backend_opencl.jax_aot import Compiled, Lowered, Summary
-from backend_opencl.jax_bridge import JaxCompileError, Jitted, host_callbacks, jit
+from backend_opencl.device_array import DeviceArray
+from backend_opencl.jax_bridge import (JaxCompileError, Jitted, host_callbacks, jit,
+                                       set_device_results)
 
-__all__ = ["Compiled", "JaxCompileError", "Jitted", "Lowered", "Summary", "host_callbacks",
-           "jit"]
+__all__ = ["Compiled", "DeviceArray", "JaxCompileError", "Jitted", "Lowered", "Summary",
+           "host_callbacks", "jit", "set_device_results"]

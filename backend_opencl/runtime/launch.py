@@ -145,6 +145,11 @@ class InFlight:
             self.last = event
 
 
+def complete(event: Any) -> bool:
+    """Whether the command of ``event`` has ended (completed or failed); never waits."""
+    return event.command_execution_status <= cl.command_execution_status.COMPLETE
+
+
 def finish(queue: Any, last: Any = None, spin: Spin | None = None) -> None:
     """Wait for everything queued: for ``last``, the event of the last command of the
     in-order ``queue``, when given (cheaper than ``clFinish`` on PoCL), polled as

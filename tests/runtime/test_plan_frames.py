@@ -111,7 +111,7 @@ def test_warm_calls_reuse_one_frame_and_make_no_kernels(monkeypatch) -> None:
         args = _inputs()
         _check(exe(*args), args)
     assert made == []
-    assert len(exe._frames._free) == 1
+    assert exe._frames.unused() == 1
     _check(kept, first)  # earlier results are not overwritten by later calls
 
 
@@ -131,7 +131,7 @@ def test_concurrent_calls_take_their_own_frames(monkeypatch) -> None:
             _check(exe(*args), args)
 
     call_concurrently(work, data)
-    assert 1 <= len(exe._frames._free) <= len(data)
+    assert 1 <= exe._frames.unused() <= len(data)
 
 
 @pytest.mark.parametrize("dtype,shift", [(np.float32, 4), (np.float64, 8), (np.float32, 0)])
