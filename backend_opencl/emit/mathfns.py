@@ -12,7 +12,7 @@ from backend_opencl.emit.cnames import ctype, literal, storage_type, unsigned_ct
 from backend_opencl.emit.complexfns import complex_exp_with, complex_fn, complex_pow
 from backend_opencl.emit.floatfns import FLOAT_FNS, float_fn
 from backend_opencl.emit.kernel import KernelEmitter, handler
-from backend_opencl.emit.specialfns import SPECIAL_FNS, special_fn
+from backend_opencl.emit.specialfns import special_fn
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.types import F32, ScalarType, complex_part
 
@@ -34,8 +34,8 @@ def emit_math(em: KernelEmitter, inst: Instruction) -> None:
         expr = _complex(em, fn, t, args)
     elif t.is_int:
         expr = _integer(em, fn, t, args)
-    elif fn in SPECIAL_FNS:
-        expr = numeric.rounded(t, f"{special_fn(em.unit, fn, t)}({args[0]})")
+    elif (special := special_fn(em.unit, fn, t, args[0], inline_float(em, t))) is not None:
+        expr = numeric.rounded(t, special)
     elif fn in FLOAT_FNS and inline_float(em, t):
         expr = numeric.rounded(t, f"{float_fn(em.unit, fn)}({', '.join(args)})")
     elif fn == "log1p" and t.name == "f32" and em.target.has_fp64:

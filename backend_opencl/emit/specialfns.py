@@ -1,62 +1,41 @@
-"""Helper functions for the special real ``math.<fn>``: ``erfinv``, ``digamma``, ``bessel_i1e``.
+"""Special real ``math.<fn>``: ``erf erfc erfinv lgamma digamma bessel_i1e``.
 
-The formulas are the well-known ones XLA uses for ``chlo.erf_inv``, ``chlo.digamma`` and
-``chlo.bessel_i1e``, so results agree with it to a few ulp:
+:func:`special_fn` picks the helper.  f64, and f32 (f16/bf16 through float) on CPU
+devices with fp64, use the vectorisable double helpers of :mod:`erffns` (``erfc``,
+f64 ``erf``, ``erfinv``) and :mod:`gammafns` (``lgamma``, ``digamma``): PoCL's builtins
+for them are scalar calls that keep a kernel's loop scalar.  Elsewhere (GPUs, CPUs
+without fp64) single precision keeps the builtins ``erf erfc lgamma`` and the float
+helpers here, the well-known formulas XLA uses:
 
 * ``erfinv``: M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011):
   with ``w = -log((1 - x)(1 + x))`` (Giles' form: XLA's ``-log1p(-x^2)`` loses digits
-  near ``|x| = 1`` where ``x^2`` rounds), a polynomial in ``w - c`` or ``sqrt(w) - c`` times ``x``
-  (two branches in single precision, three in double); ``erfinv(+-1) = +-inf``, NaN
-  outside ``[-1, 1]``.
+  near ``|x| = 1`` where ``x^2`` rounds), a polynomial in ``w - c`` or ``sqrt(w) - c``
+  times ``x``; ``erfinv(+-1) = +-inf``, NaN outside ``[-1, 1]``.
 * ``digamma``: the derivative of Lanczos' approximation (g = 7, 9 terms) of ``lgamma``,
   ``digamma(z + 1) = log(t) + A'(z) / A(z) - g / t`` with ``t = z + g + 1/2``; for
   ``x < 1/2`` the reflection ``digamma(1 - x) - pi cot(pi x)`` (the argument of the
   cotangent reduced to ``[-1/2, 1/2]``); NaN at the poles (zero and negative integers).
-* ``bessel_i1e``: ``exp(-|x|) I1(x)`` by the Cephes Chebyshev expansions (``|x| <= 8``:
-  ``|x| T_A(|x|/2 - 2)``, beyond: ``T_B(32/|x| - 2) / sqrt(|x|)``), odd in ``x``.
-
-Single-precision types (f16, bf16, f32) use the ``float`` helpers, f64 the ``double`` ones.
+* ``bessel_i1e`` (every type): ``exp(-|x|) I1(x)`` by the Cephes Chebyshev expansions
+  (``|x| <= 8``: ``|x| T_A(|x|/2 - 2)``, beyond: ``T_B(32/|x| - 2) / sqrt(|x|)``), both
+  evaluated and one selected (a branch would keep the loop scalar), odd in ``x``.
 """
 
 from __future__ import annotations
 
 import math
 
+from backend_opencl.emit.erffns import (
+    ERFINV_F32,
+    ERFINV_F64,
+    erf_double,
+    erfc_double,
+    erfc_single,
+    erfinv_double,
+)
+from backend_opencl.emit.gammafns import INLINE, digamma_double, lgamma_double
 from backend_opencl.emit.unit import Unit
 from tensorlang.ir.types import ScalarType
 
-SPECIAL_FNS = ("erfinv", "digamma", "bessel_i1e")
-"""The ``math.<fn>`` names implemented here."""
-
-_ERFINV_F32 = (
-    (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
-    (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682),
-)
-_ERFINV_F64 = (
-    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
-     1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
-     6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
-     2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
-     4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
-     0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
-     0.24015818242558961693, 1.6536545626831027356),
-    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
-     1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
-     2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
-     6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
-     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
-     -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
-     3.0838856104922207635),
-    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
-     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
-     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
-     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
-     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
-     1.0103004648645343977, 4.8499064014085844221),
-)
 _LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
             771.3234287776530788486528258894, -176.61502916214059906584551354,
             12.507343278686904814458936853, -0.13857109526572011689554707,
@@ -111,7 +90,7 @@ def _horner(p: str, coeffs: str, count: int, w: str) -> str:
 
 def _erfinv(single: bool) -> str:
     r = "float" if single else "double"
-    tables = _ERFINV_F32 if single else _ERFINV_F64
+    tables = ERFINV_F32 if single else ERFINV_F64
     arrays = "".join(_array(f"c{i}", c, r, single) for i, c in enumerate(tables))
     # (threshold on w, shift of w or sqrt(w)) per branch; the last branch has no threshold
     cuts = ((5.0, 2.5, False), (None, 3.0, True)) if single else (
@@ -153,31 +132,56 @@ def _digamma(single: bool) -> str:
             "    return (x <= 0 && x == floor(x)) ? NAN : y;\n}\n")
 
 
+def _clenshaw(name: str, coeffs: tuple[float, ...], arg: str, r: str, single: bool) -> str:
+    """Cephes' ``chbevl``: ``b0 - b2`` (half of it is the series) unrolled, with literal
+    coefficients (a loop over a local array kept PoCL's loop vectoriser away)."""
+    lines = [f"    const {r} v{name} = {arg};\n",
+             f"    {r} {name}0 = {_lit(coeffs[0], single)}, {name}1 = 0, {name}2 = 0;\n"]
+    for c in coeffs[1:]:
+        lines.append(f"    {name}2 = {name}1; {name}1 = {name}0; "
+                     f"{name}0 = v{name} * {name}1 - {name}2 + {_lit(c, single)};\n")
+    return "".join(lines)
+
+
 def _bessel_i1e(single: bool) -> str:
+    """Both Chebyshev expansions, then a select (no branch: vectorisable)."""
     r = "float" if single else "double"
     a, b = (_I1E_A[-_I1E_TERMS_F32[0]:], _I1E_B[-_I1E_TERMS_F32[1]:]) if single else (
         _I1E_A, _I1E_B)
-
-    def cheb(coeffs: str, n: int, arg: str) -> str:
-        return (f"        const {r} v = {arg};\n        {r} b0 = 0, b1 = 0, b2 = 0;\n"
-                f"        for (int i = 0; i < {n}; ++i) {{\n"
-                f"            b2 = b1; b1 = b0; b0 = v * b1 - b2 + {coeffs}[i];\n        }}\n")
-
     half, two = _lit(0.5, single), _lit(2.0, single)
-    return (f"{r} @NAME@({r} x) {{\n" + _array("a", a, r, single) + _array("b", b, r, single)
-            + f"    const {r} z = fabs(x);\n    {r} y;\n"
-            f"    if (z <= {_lit(8.0, single)}) {{\n"
-            + cheb("a", len(a), f"{half} * z - {two}")
-            + f"        y = z * ({half} * (b0 - b2));\n    }} else {{\n"
-            + cheb("b", len(b), f"{_lit(32.0, single)} / z - {two}")
-            + f"        y = ({half} * (b0 - b2)) / sqrt(z);\n    }}\n"
+    return (f"{INLINE}{r} @NAME@({r} x) {{\n    const {r} z = fabs(x);\n"
+            + _clenshaw("p", a, f"{half} * z - {two}", r, single)
+            + _clenshaw("q", b, f"{_lit(32.0, single)} / z - {two}", r, single)
+            + f"    const {r} y = z <= {_lit(8.0, single)} ? z * ({half} * (p0 - p2))"
+            f" : ({half} * (q0 - q2)) / sqrt(z);\n"
             "    return x < 0 ? -y : (x > 0 ? y : x);\n}\n")
 
 
 _BUILDERS = {"erfinv": _erfinv, "digamma": _digamma, "bessel_i1e": _bessel_i1e}
+_DOUBLE_BUILDERS = {
+    "erfc": lambda unit, single: (erfc_single if single else erfc_double)(unit),
+    "erf": lambda unit, single: erf_double(unit),
+    "erfinv": erfinv_double,
+    "lgamma": lambda unit, single: lgamma_double(unit),
+    "digamma": lambda unit, single: digamma_double(unit),
+}
+"""The double-precision helpers (:mod:`erffns`, :mod:`gammafns`), which f32 uses too on
+devices where ``in_double`` holds."""
 
 
-def special_fn(unit: Unit, fn: str, t: ScalarType) -> str:
-    """The name of the helper computing ``fn`` on ``t`` (f16/bf16 through ``float``)."""
+def special_fn(unit: Unit, fn: str, t: ScalarType, arg: str, in_double: bool) -> str | None:
+    """The C of the special function ``fn`` of ``arg`` on real ``t`` (f16/bf16 as float),
+    or None where a builtin or :mod:`floatfns` computes it.  f64, and single precision where
+    ``in_double`` (CPU devices with fp64), use the vectorisable double helpers (f32's
+    ``erf`` excepted: it has a float helper); single precision elsewhere keeps the
+    builtins (``erf``, ``erfc``, ``lgamma``: native on GPUs) and the float helpers here."""
     single = t.name != "f64"
-    return unit.helper(f"{fn}_{'f32' if single else 'f64'}", _BUILDERS[fn](single))
+    builder = _DOUBLE_BUILDERS.get(fn)
+    if builder is not None and (not single or in_double) and not (single and fn == "erf"):
+        unit.need("fp64")
+        name = builder(unit, single)
+        return f"{name}({arg})" if not single else f"(float){name}((double){arg})"
+    if fn not in _BUILDERS:
+        return None
+    name = unit.helper(f"{fn}_{'f32' if single else 'f64'}", _BUILDERS[fn](single))
+    return f"{name}({arg})"

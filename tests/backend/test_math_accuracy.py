@@ -27,8 +27,9 @@ UNARY = {
     "tanh": (np.tanh, 1.0, 5.0), "erf": (_erf, 1.0, 16.0), "exponential": (np.exp, 1.0, 3.0),
 }
 F64_ULPS = 2.0
-"""f64 uses the builtins (unchanged): within 1 ulp of numpy's float64 measured (numpy's
-own error is up to 1 ulp)."""
+"""f64 uses the builtins (unchanged; ``erf`` the helper of emit/erffns.py, 1.8 ulp from
+math.erf measured): within 1 ulp of numpy's float64 measured (numpy's own error is up to
+1 ulp)."""
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -3e-39, 1.0, -1.0,
            3.4e38, -3.4e38, 1e-30, 88.7, -88.7, -104.0, 4.5, -4.5, 10.0, 0.01, 1e-4]
