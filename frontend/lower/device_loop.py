@@ -37,18 +37,23 @@ from frontend.lower import loop_projection, scatter_gather, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
-from frontend.lower.registry import ELEMENTAL, KERNEL
+from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Copy, Launch, TripCount, While
 
-MAX_ELEMENTS = 4096
+MAX_ELEMENTS = 16384
 """The largest value (elements) a loop may compute per iteration to run as one kernel
 (values the body passes through unchanged, and carried buffers it only updates a slice
-of in place, do not count: they are read, or written a slice at a time)."""
-MAX_WORK = 1 << 19
+of in place, do not count: they are read, or written a slice at a time).  16384: the
+gates of an LSTM of 128 units at batch 16 (16x512) and of a GRU at batch 32."""
+MAX_WORK = 1 << 22
 """The most work per iteration (:func:`_work`: multiply-adds, elements) of a loop run as
-one kernel: the kernel runs on one core, the host loop's kernels on all, at ~25 us of
-host time per launch (PoCL)."""
+one kernel: the kernel runs on one core, the host loop's kernels on all, at ~15-25 us of
+host time per launch (PoCL) and a few launches per iteration.  A ``gemm`` on one core
+does ~100 multiply-adds per ns, so 4M of them (~40 us) still cost less than the host
+loop's launches on two cores; the scanned LSTM/GRU models of benchmarks/jax_models.py
+(16x128 by 128x512 and 16x32 by 32x512 products a step, ~1.3M) went from 2.4-4.8x
+XLA's time as host loops to 1.0-1.2x as one kernel."""
 CHUNK_TRIPS = 1024
 """Iterations per launch of a loop whose trip count is not known when compiling."""
 WORK_ITEMS = 1
@@ -95,8 +100,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
         return False
     hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
     for v in _captured(op):
-        if isinstance(v.owner, Op) and v.owner.name not in ELEMENTAL:
-            lw.materialize(v)
+        _materialize_captured(lw, v)
     for o in cond.ops + body.ops:
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
@@ -582,6 +586,23 @@ def _scalar_region(block: Block) -> bool:
 def _real(op: Op) -> bool:
     return all(types.elem(v)[0] in "fiub" and types.elem(v) != "i1"
                for v in (*op.operands, op.result))
+
+
+_READ_THROUGH = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
+"""Captured values the loop reads through to their operand (an index map, no work)."""
+
+
+def _materialize_captured(lw: FuncLowering, v: Value) -> None:
+    """Compute a value the loop uses but does not define into a buffer before it, unless
+    it is free to recompute where it is read (a constant, an iota, a broadcast or reshape
+    of one): an invariant chain of elemental ops fused into the loop would be recomputed
+    every iteration (a concatenation of a cell's weights feeding its ``dot`` made the
+    product a sum of outer products choosing between the weights per element, ~30x
+    slower than the ``gemm`` over a buffer)."""
+    while isinstance(v.owner, Op) and v.owner.name in _READ_THROUGH:
+        v = v.owner.operands[0]
+    if isinstance(v.owner, Op) and v.owner.name not in CHEAP:
+        lw.materialize(v)
 
 
 def _captured(op: Op) -> list[Value]:

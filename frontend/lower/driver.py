@@ -34,6 +34,7 @@ from frontend.lower.fused import (
     recompute_instead,
 )
 from frontend.lower.inline import inline_calls
+from frontend.lower.loop_invariants import hoist_loop_invariants
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Buffer, Launch, Plan, Step, with_frees
@@ -315,7 +316,7 @@ def lower_function(module: Module, entry: str = "main",
     callback is a CompileError)."""
     load_families()
     func = find_entry(module, entry)
-    body = inline_calls(module, func)
+    body = hoist_loop_invariants(inline_calls(module, func))
     lw = FuncLowering(module, host_callbacks)
     lw.count_uses(body)
     params = []

@@ -304,10 +304,11 @@ def test_passed_through_carry_is_not_copied(where: str) -> None:
 def test_loop_with_a_large_value_stays_on_the_host() -> None:
     text = counter_loop("i32", "stablehlo.constant dense<0> : tensor<i32>",
                         "stablehlo.constant dense<3> : tensor<i32>", 1, "LT")
-    text = text.replace("tensor<3xf32>", "tensor<5000xf32>")
+    n = device_loop.MAX_ELEMENTS + 1
+    text = text.replace("tensor<3xf32>", f"tensor<{n}xf32>")
     (loop,) = whiles(lower_function(frontend.parse(text)).plan.steps)
     assert loop.trips is not None
-    a = rand((5000,))
+    a = rand((n,))
     i, x = run(text, a, np.int32(0), np.int32(0))
     np.testing.assert_allclose(x, 4 * a, rtol=1e-5)
 
