@@ -3,9 +3,10 @@
 When every value the loop's condition and body compute per iteration is small (at most
 :data:`MAX_ELEMENTS` elements; values passed through unchanged, such as a power
 iteration's matrix, and stacks updated a slice at a time do not count), their work per
-iteration is at most :data:`MAX_WORK` and every op is elemental, a ``reduce`` or a
-``dot_general`` (so a host callback, a ``custom_call``, keeps its loop on the host, as
-does a carried token), the whole loop runs in one work-group of one kernel: per iteration
+iteration is at most :data:`MAX_WORK` and every op is elemental, a ``reduce``, a
+``dot_general``, a ``scatter`` or a ``while`` whose condition bounds its trips (so a host
+callback, a ``custom_call``, keeps its loop on the host, as does a carried token), the
+whole loop runs in one work-group of one kernel: per iteration
 the condition is evaluated on the device and, while it holds, the body's reductions and
 dots are computed into scratch buffers, its results into temporaries and those copied
 into the carried buffers (``foreach`` phases; the insert-barrier pass puts barriers
@@ -13,7 +14,9 @@ between them).  A ``dynamic_update_slice`` of a carried value nothing else reads
 its slice straight into the carried buffer.  A launch runs at most :data:`CHUNK_TRIPS`
 iterations and leaves in a flag whether the loop may go on, so the host relaunches it
 (``While`` with the launch as its condition) and reads back one flag per chunk instead of
-one predicate per iteration.  A counted loop
+one predicate per iteration.  A nested ``while`` runs as a ``for`` of its trip bound
+evaluating its condition per iteration (:func:`_inner_loop`), a ``scatter`` applies its
+updates in order (:func:`_scatter`).  A counted loop
 whose trip count is a compile-time constant (:mod:`frontend.lower.loops`) is one launch
 running the body that many times: no condition, no read-back.
 
@@ -33,13 +36,13 @@ from math import prod
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.quant import is_quantized
 from frontend.ir.types import TokenType
-from frontend.lower import loop_projection, scatter_gather, types
+from frontend.lower import loop_projection, loops, scatter_gather, types
 from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Copy, Launch, TripCount, While
+from tensorlang.plan import Bound, Copy, Launch, TripCount, While
 
 MAX_ELEMENTS = 16384
 """The largest value (elements) a loop may compute per iteration to run as one kernel
@@ -78,9 +81,15 @@ GEMM_MIN = 2
 FOLD_INITS = True
 """Compute carried buffers initialized from constants in the loop kernel (its first
 launch) instead of a launch of their own (:func:`_fold_inits`)."""
+FOLD_MAX_OPS = 128
+"""Loops of more ops (nested ones counted) compute their constant initial values in one
+kernel of their own instead (:func:`_init_kernel`): folded in, a loop with no trip count
+would be two kernels, and a large kernel costs seconds to build on PoCL (diffrax's
+adaptive solve: ~23 s of first call with two, ~4.4 with one)."""
 SCRATCH = True
 """Compute a dot operand that is not in a buffer into a scratch buffer first."""
-_COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general")
+_COMPUTED = ("stablehlo.reduce", "stablehlo.dot_general", "stablehlo.scatter",
+             "stablehlo.while")
 
 
 def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -> bool:
@@ -94,18 +103,20 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
                if v is not a and v.owner not in in_place]
     count = _constant_count(trips)
     found = {h.dot: h for h in loop_projection.find(op, count)}
-    if not (_fits(cond, in_place) and _fits(body, in_place)) \
+    if not (_fits(lw, cond, in_place) and _fits(lw, body, in_place)) \
             or any(types.size(v) > MAX_ELEMENTS for v in changed) \
             or _work(cond, in_place, {}) + _work(body, in_place, found) > MAX_WORK:
         return False
     hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
     for v in _captured(op):
         _materialize_captured(lw, v)
-    for o in cond.ops + body.ops:
+    for o in _all_ops(op):
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
     env, steps = dict(lw.env), list(lw.steps)
     inits = _fold_inits(lw, op, carry) if FOLD_INITS else []
+    apart = inits if _op_count(op) > FOLD_MAX_OPS else []  # one kernel of their own
+    inits = [] if apart else inits
     flag = lw.new_buffer("i1", ())
     try:
         first = _kernel(lw, op, carry, (count, flag), (hoisted, inits))
@@ -116,6 +127,8 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
         lw.env = env
         lw.steps[:] = steps
         return False
+    if apart:
+        lw.step(_init_kernel(lw, apart))
     if count is not None:
         lw.step(first)
     elif inits:
@@ -143,10 +156,7 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None,
         for block in (cond, body):
             for a, c in zip(block.args, carry, strict=True):
                 lw.bind(a, c)
-        for o in cond.ops + body.ops:
-            if o.name in _COMPUTED:
-                for r in o.results:
-                    lw.bind(r, lw.buffer_for(r))
+        _bind_computed(lw, cond.ops + body.ops)
         direct = _direct(lw, body)
         outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
                 else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
@@ -321,6 +331,10 @@ def _compute(lw: FuncLowering, f: Fused, block: Block, hoisted: Hoists) -> None:
             _time_step(lw, f, *hoisted[o])
         elif o.name == "stablehlo.reduce":
             _reduce(lw, f, o)
+        elif o.name == "stablehlo.scatter":
+            _scatter(lw, f, o)
+        elif o.name == "stablehlo.while":
+            _inner_loop(lw, f, o)
         elif o.name == "stablehlo.dot_general":
             for v in o.operands:
                 if SCRATCH and lw.buffer_of(v) is None and isinstance(v.owner, Op) \
@@ -553,12 +567,15 @@ def _work(block: Block, in_place: set[Op], hoisted: dict[Op, object]) -> int:
             total += types.size(o.result) * prod(shape[d] for d in lc)
         elif o.name == "stablehlo.reduce":
             total += sum(types.size(v) for v in o.operands[:len(o.results)])
+        elif o.name == "stablehlo.while":
+            cond, body = o.regions[0].block, o.regions[1].block
+            total += (_trip_bound(o) or 1) * (_work(cond, set(), {}) + _work(body, set(), {}))
         else:
             total += sum(types.size(r) for r in o.results)
     return total
 
 
-def _fits(block: Block, in_place: set[Op]) -> bool:
+def _fits(lw: FuncLowering, block: Block, in_place: set[Op]) -> bool:
     """Every op of ``block`` can run inside the loop kernel, every value is small (a
     ``dynamic_update_slice`` of ``in_place`` only writes its update)."""
     for o in block.ops[:-1]:
@@ -566,10 +583,16 @@ def _fits(block: Block, in_place: set[Op]) -> bool:
             continue
         if any(is_quantized(v.type) for v in (*o.operands, *o.results)):
             return False
+        if o.name == "stablehlo.while":
+            if not _inner_fits(lw, o):
+                return False
+            continue
         if o.name in _COMPUTED:
             if o.name == "stablehlo.reduce" and not _scalar_region(o.regions[0].block):
                 return False
             if o.name == "stablehlo.dot_general" and not _real(o):
+                return False
+            if o.name == "stablehlo.scatter" and not _scalar_region(o.regions[0].block):
                 return False
         elif o.name not in ELEMENTAL or o.regions and not all(
                 _scalar_region(r.block) for r in o.regions):
@@ -579,6 +602,20 @@ def _fits(block: Block, in_place: set[Op]) -> bool:
     return True
 
 
+def _inner_fits(lw: FuncLowering, op: Op) -> bool:
+    """A ``while`` inside the loop runs in the kernel as a ``for`` of its trip bound
+    (:func:`_trip_bound`) when its condition and body fit and the values it changes are
+    small."""
+    if _trip_bound(op) is None or any(isinstance(v.type, TokenType) for v in op.operands):
+        return False
+    cond, body = op.regions[0].block, op.regions[1].block
+    in_place = {u for i in range(len(op.operands)) if (u := _in_place(lw, body, i)) is not None}
+    changed = [r for r, a, v in zip(op.results, body.args, body.ops[-1].operands, strict=True)
+               if v is not a and v.owner not in in_place]
+    return _fits(lw, cond, in_place) and _fits(lw, body, in_place) \
+        and all(types.size(v) <= MAX_ELEMENTS for v in changed)
+
+
 def _scalar_region(block: Block) -> bool:
     return all(o.name in ELEMENTAL and not o.regions for o in block.ops[:-1])
 
@@ -586,6 +623,153 @@ def _scalar_region(block: Block) -> bool:
 def _real(op: Op) -> bool:
     return all(types.elem(v)[0] in "fiub" and types.elem(v) != "i1"
                for v in (*op.operands, op.result))
+
+
+MAX_INNER_TRIPS = 4096
+"""The largest trip bound of a ``while`` nested in a loop kernel."""
+
+
+def _init_kernel(lw: FuncLowering, inits: list[tuple[Value, int]]) -> Launch:
+    """One kernel computing the carried buffers a large loop does not initialize itself
+    (:data:`FOLD_MAX_OPS`): one launch instead of one per buffer (diffrax's adaptive
+    solve: ~17 broadcasts of constants)."""
+    with lw.kernel("while_init") as (k, f):
+        k.attributes = f"work_group_size({WORK_ITEMS},1)"
+        for v, c in inits:
+            buf = lw.env.pop(v)  # computed from its constants, not read from ``c``
+            _store_all(lw, f, v, c)
+            lw.env[v] = buf
+    return Launch(k.name, tuple(k.params), 1)
+
+
+def _all_ops(op: Op) -> list[Op]:
+    """The ops of ``op``'s regions, nested ones included."""
+    return [x for r in op.regions for o in r.block.ops for x in (o, *_all_ops(o))]
+
+
+def _op_count(op: Op) -> int:
+    """The ops of ``op``'s regions, nested ones included."""
+    return len(_all_ops(op))
+
+
+def _bind_computed(lw: FuncLowering, ops: Sequence[Op]) -> None:
+    """Scratch buffers for the results of the reductions, dots, scatters and nested
+    loops of ``ops`` (and of the blocks of those loops)."""
+    for o in ops:
+        if o.name in _COMPUTED:
+            for r in o.results:
+                lw.bind(r, lw.buffer_for(r))
+        if o.name == "stablehlo.while":
+            _bind_computed(lw, o.regions[0].block.ops + o.regions[1].block.ops)
+
+
+def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
+    """A ``while`` in the loop's body: its carried buffers (the buffers of its results)
+    set from its operands, then at most :func:`_trip_bound` iterations, each evaluating
+    the condition and, while it holds, the body (:func:`_iteration`)."""
+    k = f.k
+    carry = [_buf(lw, r) for r in op.results]
+    for v, c in zip(op.operands, carry, strict=True):
+        shape, t, n = types.shape(v), types.elem(v), types.size(v)
+        _each(k, shape, lambda idx, v=v, c=c, shape=shape, t=t, n=n: k.store(
+            f.value(v, idx), c, t, n, k.linear(idx, shape)))
+    cond, body = op.regions[0].block, op.regions[1].block
+    for block in (cond, body):
+        for a, c in zip(block.args, carry, strict=True):
+            lw.bind(a, c)
+    direct = _direct(lw, body)
+    outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
+            else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
+    bound = _trip_bound(op)
+    assert bound is not None
+    go = k.const(True, "i1")
+    with k.loop(0, bound, [go], ["i1"]) as loop:
+        loop.yields = [k.branch(loop.carried[0], "i1",
+                                lambda: _iteration(lw, f, op, carry, (outs, direct), {}),
+                                lambda: k.const(False, "i1"))]
+
+
+def _trip_bound(op: Op) -> int | None:
+    """The most iterations ``while`` op can run, from its condition alone: the least trip
+    count of the counted compares the condition is a conjunction of (a counter starting
+    at a constant, stepped by a constant, against a constant: jax's ``fori_loop`` and
+    equinox's bounded loops), at most :data:`MAX_INNER_TRIPS`; None when there is none."""
+    cond = op.regions[0].block
+    counts = [n for c in _conjuncts(cond.ops[-1].operands[0])
+              if (n := _counted(op, c)) is not None]
+    return min(counts) if counts and min(counts) <= MAX_INNER_TRIPS else None
+
+
+def _conjuncts(v: Value) -> list[Op]:
+    """The compares whose conjunction predicate ``v`` is, looking through ``and``, i1
+    converts, reductions of a scalar over no dimension and ``x != false``."""
+    o = v.owner
+    if not isinstance(o, Op):
+        return []
+    if o.name == "stablehlo.and" and types.elem(v) == "i1":
+        return _conjuncts(o.operands[0]) + _conjuncts(o.operands[1])
+    if o.name == "stablehlo.convert" and types.elem(o.operands[0]) == "i1":
+        return _conjuncts(o.operands[0])
+    if o.name == "stablehlo.reduce" and len(o.operands) == 2 \
+            and not list(o.attr("dimensions") or []) and types.shape(o.operands[0]) == ():
+        return _conjuncts(o.operands[0]) if _is_bool(o.operands[1], False) and \
+            o.regions[0].block.ops[0].name == "stablehlo.or" else []
+    if o.name == "stablehlo.compare":
+        a, b = o.operands
+        if str(o.attr("comparison_direction")) == "NE" and types.elem(a) == "i1" \
+                and _is_bool(b, False):
+            return _conjuncts(a)
+        return [o]
+    return []
+
+
+def _is_bool(v: Value, value: bool) -> bool:
+    """Whether ``v`` is the i1 constant ``value`` (or a broadcast of it to a scalar)."""
+    o = v.owner
+    while isinstance(o, Op) and o.name == "stablehlo.broadcast_in_dim" \
+            and types.shape(o.result) == ():
+        v, o = o.operands[0], o.operands[0].owner
+    if not isinstance(o, Op) or o.name != "stablehlo.constant" or types.elem(v) != "i1":
+        return False
+    return bool(o.attrs["value"].array.reshape(-1)[0]) is value  # type: ignore[attr-defined]
+
+
+def _counted(op: Op, compare: Op) -> int | None:
+    """The trip count of ``compare`` alone as a loop condition of ``op``, or None."""
+    cond, body = op.regions[0].block, op.regions[1].block
+    lhs, rhs = compare.operands
+    direction = str(compare.attr("comparison_direction"))
+    if lhs not in cond.args:
+        lhs, rhs, direction = rhs, lhs, _MIRRORED.get(direction, "")
+    if lhs not in cond.args or direction not in _MIRRORED:
+        return None
+    i = cond.args.index(lhs)
+    dtype = types.elem(lhs)
+    step, start, limit = loops._step(body, i), loops._constant(op.operands[i]), \
+        loops._constant(rhs)
+    if step is None or start is None or limit is None or dtype[0] not in "iu" \
+            or dtype == "i1" or types.shape(lhs) != ():
+        return None
+    trips = TripCount(Bound(start), Bound(limit), step, direction, int(dtype[1:]),
+                      loops._signed(compare, dtype))
+    return trips.count(start, limit)
+
+
+_MIRRORED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}
+
+
+def _scatter(lw: FuncLowering, f: Fused, op: Op) -> None:
+    """A scatter in the loop kernel: the inputs into the results' buffers, then every
+    update element in order (one work-item: the sequential result for any update
+    computation and repeated indices; an element outside the result is dropped)."""
+    k = f.k
+    outs = [_buf(lw, r) for r in op.results]
+    for v, out in zip(op.operand_group("inputs"), outs, strict=True):
+        shape, t, n = types.shape(v), types.elem(v), types.size(v)
+        _each(k, shape, lambda idx, v=v, out=out, shape=shape, t=t, n=n: k.store(
+            f.value(v, idx), out, t, n, k.linear(idx, shape)))
+    _each(k, types.shape(op.operand_group("updates")[0]),
+          lambda uidx: scatter_gather.apply_update(f, op, outs, uidx))
 
 
 _READ_THROUGH = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")

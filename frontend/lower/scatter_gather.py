@@ -146,7 +146,7 @@ def scatter(lw: FuncLowering, op: Op) -> None:
         if nu and unique:
             with lw.kernel("scatter_unique") as (k, f):
                 with k.elements(nu) as i:
-                    _apply_update(f, op, outs, k.delinearize(i, ushape))
+                    apply_update(f, op, outs, k.delinearize(i, ushape))
             lw.launch_last(num_groups(nu))
         elif n:
             _owned_scatter(lw, op, outs, _owners(n, nu))
@@ -273,7 +273,7 @@ def _owned_scatter(lw: FuncLowering, op: Op, outs: list[int], owners: int,
                     for v, out in zip(op.operand_group("inputs"), outs, strict=True):
                         k.store(f.value(v, idx), out, types.elem(v), n, each.var)
             with k.loop(0, prod(ushape), [], []) as loop:
-                _apply_update(f, op, outs, k.delinearize(loop.var, ushape), owned)
+                apply_update(f, op, outs, k.delinearize(loop.var, ushape), owned)
     lw.launch_last(owners)
 
 
@@ -287,8 +287,11 @@ def _owns(k: KernelBuilder, at: IndexExpr, owned: tuple[str, str]) -> str:
                    "i1")
 
 
-def _apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr],
-                  owned: tuple[str, str] | None = None) -> None:
+def apply_update(f: Fused, op: Op, outs: list[int], uidx: list[IndexExpr],
+                 owned: tuple[str, str] | None = None) -> None:
+    """Apply update element ``uidx`` of scatter ``op`` to its results' buffers ``outs``
+    when its target is inside them (and, with ``owned``, in that span of linear
+    indices): ``outs[at] = computation(outs[at], updates[uidx])``."""
     shape = types.shape(op.results[0])
     k = f.k
     ridx = _result_index(f, op, uidx)
