@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from frontend.ir.core import Block, Op, Value
 from frontend.ir.types import TokenType
-from frontend.lower import device_loop, dynamic, loops, types
+from frontend.lower import device_loop, dynamic, loops, pointwise_loop, types
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
 from tensorlang.diagnostics import CompileError
@@ -87,7 +87,12 @@ def while_(lw: FuncLowering, op: Op) -> None:
     """Host loop: cond kernels, read back the predicate, body kernels, copy to the carry.
 
     A counted loop (:mod:`frontend.lower.loops`) carries its trip count: the executor then
-    runs the body that many times without the cond kernels or read-backs."""
+    runs the body that many times without the cond kernels or read-backs.  Before that,
+    a loop with a constant trip count and an element-wise body runs as one element-wise
+    kernel (:mod:`frontend.lower.pointwise_loop`), a small one as one kernel with the
+    loop inside (:mod:`frontend.lower.device_loop`)."""
+    if pointwise_loop.lower(lw, op):
+        return
     body = op.regions[1].block
     carry = []
     for v, r, a, new in zip(op.operands, op.results, body.args, body.ops[-1].operands,

@@ -274,9 +274,36 @@ def recompute_instead(lw: FuncLowering, v: Value) -> bool:
         return True
     if not isinstance(op, Op) or op.name not in _LIGHT or lw.buffer_of(v) is not None:
         return False
-    if not all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands):
+    if not (all(lw.buffer_of(o) is not None or splat_constant(lw, o) for o in op.operands)
+            or index_arithmetic(lw, v)):
         return False
     return all(u.name in ELEMENTWISE or u.name in _RETURNS for u in lw.users(v))
+
+
+INDEX_OPS = 8
+"""The most ops an index computation recomputed by each consumer may take
+(:func:`index_arithmetic`)."""
+
+
+def index_arithmetic(lw: FuncLowering, v: Value) -> bool:
+    """True for a lazy value computed from iotas and splat constants alone by at most
+    :data:`INDEX_OPS` light ops, broadcasts and reshapes (counted once per use, so the
+    work to recompute it is bounded): jax.random's counters, ``iota * n + iota`` in u64,
+    cost a few integer ops per element where a buffer costs a store and a load of each."""
+    ops = 0
+    stack = [v]
+    while stack:
+        w = stack.pop()
+        op = w.owner
+        if not isinstance(op, Op) or lw.buffer_of(w) is not None or op.regions:
+            return False
+        if op.name == "stablehlo.iota" or splat_constant(lw, w):
+            continue
+        ops += 1
+        if ops > INDEX_OPS or op.name not in _LIGHT and op.name not in _SPLAT_KEEPING:
+            return False
+        stack.extend(op.operands)
+    return True
 
 
 def splat_constant(lw: FuncLowering, v: Value) -> bool:

@@ -25,6 +25,23 @@ _SWAP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}
 def trip_count(lw: FuncLowering, op: Op, carry: Sequence[int]) -> TripCount | None:
     """The trip count of while ``op`` (its carried buffers ``carry``), or None when the
     loop is not counted.  Limits defined before the loop are materialized here."""
+    return _trip_count(lw, op, carry, True)
+
+
+def constant_count(lw: FuncLowering, op: Op) -> int | None:
+    """The number of iterations of while ``op`` when its counter's start, step and limit
+    are compile-time constants (and it does not wrap around), else None; nothing is
+    materialized."""
+    trips = _trip_count(lw, op, [-1] * len(op.operands), False)
+    if trips is None or trips.start.buffer is not None or trips.limit.buffer is not None:
+        return None
+    return trips.count(trips.start.value, trips.limit.value)
+
+
+def _trip_count(lw: FuncLowering, op: Op, carry: Sequence[int], materialize: bool
+                ) -> TripCount | None:
+    """:func:`trip_count`; without ``materialize``, a limit defined before the loop makes
+    it None instead of being materialized."""
     cond, body = op.regions[0].block, op.regions[1].block
     compare = cond.ops[-1].operands[0].owner
     if not isinstance(compare, Op) or compare.name != "stablehlo.compare":
@@ -40,7 +57,7 @@ def trip_count(lw: FuncLowering, op: Op, carry: Sequence[int]) -> TripCount | No
     if types.shape(lhs) != () or dtype[0] not in "iu" or dtype == "i1":
         return None
     step = _step(body, k)
-    limit = _limit(lw, op, rhs, carry)
+    limit = _limit(lw, op, rhs, carry, materialize)
     if step is None or limit is None:
         return None
     signed = _signed(compare, dtype)
@@ -66,9 +83,10 @@ def _step(body: Block, k: int) -> int | None:
     return _constant(b) if a is body.args[k] else None
 
 
-def _limit(lw: FuncLowering, op: Op, v: Value, carry: Sequence[int]) -> Bound | None:
+def _limit(lw: FuncLowering, op: Op, v: Value, carry: Sequence[int], materialize: bool
+           ) -> Bound | None:
     """The limit: a constant, a carried value the body passes through, or a value defined
-    before the loop (materialized now)."""
+    before the loop (materialized now; None without ``materialize``)."""
     cond, body = op.regions[0].block, op.regions[1].block
     value = _constant(v)
     if value is not None:
@@ -79,7 +97,7 @@ def _limit(lw: FuncLowering, op: Op, v: Value, carry: Sequence[int]) -> Bound | 
             return None
         value = _constant(op.operands[j])
         return Bound(value) if value is not None else Bound(buffer=carry[j])
-    if isinstance(v.owner, Op) and v.owner in cond.ops:
+    if isinstance(v.owner, Op) and v.owner in cond.ops or not materialize:
         return None
     return Bound(buffer=lw.materialize(v))
 

@@ -120,6 +120,8 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 
     def pick(lo: int, hi: int) -> str:
         """The element from the one of inputs ``lo..hi`` whose range holds it."""
+        if isinstance(idx[d], int):  # known now: that input, no branch
+            lo = hi = max(j for j in range(lo, hi + 1) if offsets[j] <= idx[d])
         if lo == hi:
             sub = list(idx)
             sub[d] = k.isub(idx[d], offsets[lo])

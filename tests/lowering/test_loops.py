@@ -1,5 +1,6 @@
 """Loops: counted whiles (trip count decided before the loop) and the JAX-exported
-while_loop / fori_loop / scan programs in tests/lowering/loops, against numpy."""
+while_loop / fori_loop / scan programs in tests/lowering/loops, against numpy, as device
+and host loops (point-wise loop kernels off)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,21 @@ import pytest
 
 import frontend
 from backend_opencl import driver
-from frontend.lower import device_loop
+from frontend.lower import device_loop, pointwise_loop
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Bound, Launch, Step, TripCount, While
 from tests.lowering.conftest import module, rand, run
 
 LOOPS = Path(__file__).resolve().parent / "loops"
+
+
+@pytest.fixture(autouse=True)
+def no_pointwise_loops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These loops' bodies are element-wise: they test the device and host loops, not the
+    point-wise loop kernel (tests/lowering/test_pointwise_loop.py)."""
+    monkeypatch.setattr(pointwise_loop, "ENABLED", False)
+    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 
 @pytest.fixture(params=["device", "host"])
