@@ -320,3 +320,16 @@ def test_kernel_grows_linearly_with_body_and_trips() -> None:
     assert size(100, 4) < 2.3 * base
     assert size(50, 8) < 2.3 * base
     assert size(400, 8) < 2 * size(200, 8)  # over UNROLL_OPS: a for loop
+
+
+@pytest.mark.parametrize("trips", [6, 12])
+def test_a_scan_reading_its_inputs_at_the_counter(trips: int) -> None:
+    """``h = 0.9 * h + xs[t]``: the counter (uniform) indexes a loop-invariant array."""
+    def fn(xs: Any, h0: Any) -> Any:
+        return jax.lax.fori_loop(0, trips, lambda t, h: 0.9 * h + xs[t], h0)
+
+    xs, h0 = rand((trips, 32, 40)), rand((32, 40))
+    text = jax.jit(fn).lower(xs, h0).as_text()
+    assert pointwise(text)
+    (got,) = run(text, xs, h0)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(xs, h0)), rtol=1e-5, atol=1e-5)
