@@ -270,7 +270,7 @@ def recompute_instead(lw: FuncLowering, v: Value) -> bool:
     ``jnp.floor_divide``).  A kernel op as a user would need a buffer anyway (a dot
     makes its own layout copy of a shared ReLU: one kernel more, not less)."""
     op = v.owner
-    if splat_constant(lw, v):
+    if splat_constant(lw, v) or small_view(lw, v):
         return True
     if not isinstance(op, Op) or op.name not in _LIGHT or lw.buffer_of(v) is not None:
         return False
@@ -278,6 +278,26 @@ def recompute_instead(lw: FuncLowering, v: Value) -> bool:
             or index_arithmetic(lw, v)):
         return False
     return all(u.name in ELEMENTWISE or u.name in _RETURNS for u in lw.users(v))
+
+
+VIEW_ELEMENTS = 64
+"""The largest view of a buffer recomputed by each consumer (:func:`small_view`)."""
+_VIEWS = frozenset({"stablehlo.slice", "stablehlo.reshape"})
+
+
+def small_view(lw: FuncLowering, v: Value) -> bool:
+    """True for a lazy value of at most :data:`VIEW_ELEMENTS` elements that slices and
+    reshapes take from a buffer: each consumer reads it with a load (a PRNG key's words,
+    ``key[0]``, read by several ops and loops, were a launch of their own each, ~15 us
+    of host time for one element)."""
+    if types.size(v) > VIEW_ELEMENTS:
+        return False
+    while lw.buffer_of(v) is None:
+        op = v.owner
+        if not isinstance(op, Op) or op.name not in _VIEWS:
+            return False
+        v = op.operands[0]
+    return True
 
 
 INDEX_OPS = 8

@@ -98,7 +98,8 @@ def test_jax_random_x64(name: str, dtype: str) -> None:
 
 
 def test_split_keys_and_large_samples() -> None:
-    """A key split (threefry on 2 elements, beside 4-element tables) and two samplers."""
+    """A key split (threefry on 2 elements, beside 4-element tables) and two samplers:
+    three loop kernels, the split keys' concatenation and the kernel combining them."""
     def fn(key: Any, x: Any) -> Any:
         a, b = jax.random.split(jax.random.wrap_key_data(key))
         keep = jax.random.bernoulli(a, 0.8, x.shape)
@@ -108,6 +109,7 @@ def test_split_keys_and_large_samples() -> None:
     text = jax.jit(fn).lower(key, x).as_text()
     names = kernels(text)
     assert names.count("while_pointwise") == 3 and "While" not in names
+    assert len(names) == 5, names  # the keys' words are read in place (fused.small_view)
     (got,) = run(text, key, x)
     np.testing.assert_allclose(got, np.asarray(jax.jit(fn)(key, x)), rtol=1e-5, atol=1e-5)
 
