@@ -6,11 +6,48 @@ Each attribute is a frozen dataclass; ``str`` gives its canonical MLIR spelling 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import SupportsComplex, SupportsFloat, SupportsIndex, SupportsInt
 
 import numpy as np
 
 from frontend.ir.types import TensorType, Type
+
+
+def as_int(value: object) -> int:
+    """An attribute's Python value as an int (a TypeError when it is not a number)."""
+    if not isinstance(value, SupportsInt):
+        raise TypeError(f"expected an integer attribute, got {value!r}")
+    return int(value)
+
+
+def as_float(value: object) -> float:
+    """An attribute's Python value as a float."""
+    if not isinstance(value, SupportsFloat):
+        raise TypeError(f"expected a float attribute, got {value!r}")
+    return float(value)
+
+
+def as_complex(value: object) -> complex:
+    """An attribute's Python value as a complex number."""
+    if not isinstance(value, (complex, SupportsComplex, SupportsFloat, SupportsIndex)):
+        raise TypeError(f"expected a number, got {value!r}")
+    return complex(value)
+
+
+def as_ints(value: object) -> list[int]:
+    """An attribute's Python value (a list, tuple or array of integers) as a list of ints."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"expected a list of integers, got {value!r}")
+    return [as_int(v) for v in value]
+
+
+def as_bools(value: object) -> list[bool]:
+    """An attribute's Python value (a list or array of booleans) as a list of bools."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"expected a list of booleans, got {value!r}")
+    return [bool(v) for v in value]
 
 
 class Attr:

@@ -7,11 +7,30 @@ attributes (by name), their regions and their source location.  The op table in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
-from frontend.ir.attrs import Attr, DictAttr
+import numpy as np
+
+from frontend.ir.attrs import (
+    Attr,
+    ConvDimsAttr,
+    DenseElementsAttr,
+    DictAttr,
+    StructAttr,
+    as_bools,
+    as_float,
+    as_int,
+    as_ints,
+)
 from frontend.ir.types import Type
 from tensorlang.diagnostics import Loc
+
+if TYPE_CHECKING:
+    from frontend.ir.ops import OpDef
+
+AttrT = TypeVar("AttrT", bound=Attr)
 
 
 class Value:
@@ -28,6 +47,17 @@ class Value:
 
     def __repr__(self) -> str:
         return f"<Value %{self.name}: {self.type}>"
+
+    @property
+    def op(self) -> Op:
+        """The operation whose result this is (a compiler bug for a block argument)."""
+        assert isinstance(self.owner, Op), f"%{self.name} is a block argument"
+        return self.owner
+
+    @property
+    def defining_op(self) -> Op | None:
+        """The operation whose result this is, or None for a block argument."""
+        return self.owner if isinstance(self.owner, Op) else None
 
 
 @dataclass(eq=False)
@@ -66,7 +96,7 @@ class Op:
     origin: Loc | None = None
 
     @property
-    def opdef(self) -> object:
+    def opdef(self) -> OpDef | None:
         """The op-table entry (:class:`frontend.ir.ops.OpDef`), or None when unknown."""
         from frontend.ir.ops import OPS
 
@@ -86,6 +116,64 @@ class Op:
         """The plain Python value of attribute ``name`` (``default`` when absent)."""
         a = self.attrs.get(name)
         return default if a is None else a.py
+
+    # Typed access to attributes.  The verifier has checked their kinds, so a mismatch
+    # here is a compiler bug (TypeError); an absent attribute without a default is a
+    # KeyError.
+
+    def attr_of(self, name: str, kind: type[AttrT]) -> AttrT:
+        """The attribute ``name`` itself, which must be a ``kind``."""
+        a = self.attrs[name]
+        if not isinstance(a, kind):
+            raise TypeError(f"'{self.name}': attribute {name!r} is a {type(a).__name__}, "
+                            f"not a {kind.__name__}")
+        return a
+
+    def int_attr(self, name: str, default: int | None = None) -> int:
+        """Attribute ``name`` as an int."""
+        return as_int(self._py(name, default))
+
+    def ints_attr(self, name: str, default: Sequence[int] | None = None) -> list[int]:
+        """Attribute ``name`` (an array or list of integers) as a list of ints."""
+        return as_ints(self._py(name, default))
+
+    def bools_attr(self, name: str, default: Sequence[bool] | None = None) -> list[bool]:
+        """Attribute ``name`` (an array of booleans) as a list of bools."""
+        return as_bools(self._py(name, default))
+
+    def float_attr(self, name: str, default: float | None = None) -> float:
+        """Attribute ``name`` as a float."""
+        return as_float(self._py(name, default))
+
+    def str_attr(self, name: str, default: str | None = None) -> str:
+        """Attribute ``name`` (a string, symbol or enum value) as a str."""
+        return str(self._py(name, default))
+
+    def bool_attr(self, name: str, default: bool = False) -> bool:
+        """Attribute ``name`` as a bool (a unit attribute is True)."""
+        return bool(self._py(name, default))
+
+    def dense_attr(self, name: str) -> np.ndarray:
+        """The array of the ``dense<...>`` attribute ``name``."""
+        return self.attr_of(name, DenseElementsAttr).array
+
+    def struct_ints(self, name: str, field: str) -> list[int]:
+        """Field ``field`` (a list of ints, empty when absent) of struct attribute ``name``
+        (``#stablehlo.dot<...>``, ``#stablehlo.gather<...>``, ...)."""
+        return as_ints(self.attr_of(name, StructAttr).get(field, []))
+
+    @property
+    def conv_dims(self) -> ConvDimsAttr:
+        """A convolution's ``dimension_numbers``."""
+        return self.attr_of("dimension_numbers", ConvDimsAttr)
+
+    def _py(self, name: str, default: object) -> object:
+        a = self.attrs.get(name)
+        if a is not None:
+            return a.py
+        if default is None:
+            raise KeyError(f"'{self.name}' has no attribute {name!r}")
+        return default
 
     @property
     def result(self) -> Value:

@@ -99,16 +99,25 @@ def tensor_problem(t: TensorType) -> Problem:
     return None
 
 
+def quantized_element(t: object) -> QuantizedType | None:
+    """The quantized element type of a tensor type ``t``, or None."""
+    if isinstance(t, TensorType) and isinstance(t.element, QuantizedType):
+        return t.element
+    return None
+
+
 def is_quantized(t: object) -> bool:
     """True for a tensor with a quantized element type."""
-    return isinstance(t, TensorType) and isinstance(t.element, QuantizedType)
+    return quantized_element(t) is not None
 
 
 def is_per_axis(t: object) -> bool:
     """True for a per-axis quantized tensor."""
-    return is_quantized(t) and t.element.axis is not None  # type: ignore[union-attr]
+    q = quantized_element(t)
+    return q is not None and q.axis is not None
 
 
 def is_per_tensor(t: object) -> bool:
     """True for a per-tensor quantized tensor."""
-    return is_quantized(t) and t.element.axis is None  # type: ignore[union-attr]
+    q = quantized_element(t)
+    return q is not None and q.axis is None

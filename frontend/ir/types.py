@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+from numpy.typing import DTypeLike
 
-_FLOAT_DTYPES: dict[str, object] = {
+_FLOAT_DTYPES: dict[str, DTypeLike] = {
     "f16": np.float16,
     "f32": np.float32,
     "f64": np.float64,
@@ -160,6 +161,12 @@ def _quant_pair(scale: float, zero_point: int) -> str:
     return repr(scale) if zero_point == 0 else f"{scale!r}:{zero_point}"
 
 
+def _known(dim: int | None) -> int:
+    if dim is None:
+        raise TypeError("a dynamic dimension where a static one is expected")
+    return dim
+
+
 ElementType = IntegerType | FloatType | ComplexType | QuantizedType | IndexType
 
 
@@ -188,6 +195,11 @@ class TensorType(Type):
     def is_static(self) -> bool:
         """True when no dimension is ``?``."""
         return None not in self.shape
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape of a static tensor (a dynamic dimension is a compiler bug here)."""
+        return tuple(_known(d) for d in self.shape)
 
     def with_shape(self, shape: tuple[int | None, ...]) -> TensorType:
         """The same element type with another shape (bounds dropped)."""

@@ -30,11 +30,11 @@ def _types(op: Op) -> tuple[str, str]:
 
 def _epsilon(op: Op) -> float:
     """The f32 attribute ``epsilon`` (rounded to f32 as the IR declares it)."""
-    return float(np.float32(op.attr("epsilon")))  # type: ignore[arg-type]
+    return float(np.float32(op.float_attr("epsilon")))
 
 
 def _feature(op: Op) -> int:
-    return int(op.attr("feature_index"))  # type: ignore[arg-type]
+    return op.int_attr("feature_index")
 
 
 def _get(f: Fused, v: Value, idx: list[IndexExpr], wt: str) -> str:
@@ -118,9 +118,9 @@ def batch_norm_training(lw: FuncLowering, op: Op) -> None:
 
     def norm(f: Fused, idx: list[IndexExpr]) -> str:
         c = [idx[fi]]
-        args = [_get(f, v, c, wt) for v in (op.operand("scale"), op.operand("offset"),
-                                             op.results[1], op.results[2])]
-        y = _normalize(f.k, _get(f, x_v, idx, wt), *args, eps, wt)
+        scale, offset, mu, var = (_get(f, v, c, wt) for v in (
+            op.operand("scale"), op.operand("offset"), op.results[1], op.results[2]))
+        y = _normalize(f.k, _get(f, x_v, idx, wt), scale, offset, mu, var, eps, wt)
         return f.k.cast(y, wt, t)
 
     _elementwise(lw, op, out, norm)

@@ -10,6 +10,8 @@ the result's parts are joined from those words.  Same-width casts keep the lower
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from frontend.ir.core import Op
 from frontend.lower import elementwise, types
 from frontend.lower.builder import IndexExpr
@@ -96,7 +98,7 @@ def _pick(f: Fused, words: list[str], m: IndexExpr, g: int) -> str:
     return result
 
 
-def _join(f: Fused, word: object, t: str, g: int) -> str:
+def _join(f: Fused, word: Callable[[int], str], t: str, g: int) -> str:
     """The element of type ``t`` whose ``g``-bit words are ``word(0), word(1), ...``."""
     k = f.k
     part_t = _PART.get(t, t)
@@ -106,7 +108,7 @@ def _join(f: Fused, word: object, t: str, g: int) -> str:
     for p in range(_BITS[t] // bits):
         acc = None
         for j in range(bits // g):
-            w = k.cast(word(p * (bits // g) + j), _UINT[g], ut)  # type: ignore[operator]
+            w = k.cast(word(p * (bits // g) + j), _UINT[g], ut)
             w = k.arith("shl", w, k.const(j * g, ut), ut) if j else w
             acc = w if acc is None else k.arith("or", acc, w, ut)
         assert acc is not None

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from frontend.ir.attrs import as_complex, as_float, as_int
+
 IndexExpr = int | str
 CHUNK = 1024
 """Elements per work-group in elementwise kernels."""
@@ -28,11 +30,11 @@ def literal(value: object, dtype: str) -> str:
     if dtype == "i1":
         return "true" if bool(value) else "false"
     if dtype.startswith("c"):
-        c = complex(value)  # type: ignore[arg-type]
+        c = as_complex(value)
         return f"[{_float(c.real)}, {_float(c.imag)}]"
     if dtype.startswith(("f", "bf")):
-        return _float(float(value))  # type: ignore[arg-type]
-    return str(int(value))  # type: ignore[call-overload]
+        return _float(as_float(value))
+    return str(as_int(value))
 
 
 def _float(x: float) -> str:
@@ -64,7 +66,7 @@ class KernelBuilder:
         self.lines: list[str] = []
         self._indent = 1
         self._count = 0
-        self._memo: list[dict[object, str]] = [{}]
+        self._memo: list[dict[object, str | tuple[IndexExpr, ...]]] = [{}]
         self.attributes = ""
         """Function attributes written after the parameters, e.g. ``work_group_size(64,1)``."""
 
@@ -95,6 +97,17 @@ class KernelBuilder:
 
     def lookup(self, key: object) -> str | None:
         """A value computed before in a visible scope."""
+        found = self._find(key)
+        assert not isinstance(found, tuple), key
+        return found
+
+    def lookup_index(self, key: object) -> tuple[IndexExpr, ...] | None:
+        """A multi-index computed before in a visible scope."""
+        found = self._find(key)
+        assert not isinstance(found, str), key
+        return found
+
+    def _find(self, key: object) -> str | tuple[IndexExpr, ...] | None:
         for scope in reversed(self._memo):
             if key in scope:
                 return scope[key]
@@ -104,6 +117,10 @@ class KernelBuilder:
         """Record ``ssa`` as the value of ``key`` in the innermost scope."""
         self._memo[-1][key] = ssa
         return ssa
+
+    def remember_index(self, key: object, idx: tuple[IndexExpr, ...]) -> None:
+        """Record the multi-index ``idx`` as the value of ``key`` in the innermost scope."""
+        self._memo[-1][key] = idx
 
     @contextmanager
     def scope(self) -> Iterator[None]:
@@ -132,7 +149,7 @@ class KernelBuilder:
     def const(self, value: object, dtype: str) -> str:
         """A constant (emitted once per scope)."""
         if dtype in ("i64", "u64", "index") and not isinstance(value, bool):
-            wide = self._wide(int(value), dtype)  # type: ignore[call-overload]
+            wide = self._wide(as_int(value), dtype)
             if wide is not None:
                 return wide
         text = literal(value, dtype)
@@ -259,14 +276,14 @@ class KernelBuilder:
             out = self.iadd(self.imul(out, n), i)
         if isinstance(out, str):  # delinearize(linear(idx)) is idx: no division
             self.remember(("lin", tuple(idx), tuple(shape)), out)
-            self.remember(("delin", out, tuple(shape)), tuple(idx))
+            self.remember_index(("delin", out, tuple(shape)), tuple(idx))
         return out
 
     def delinearize(self, i: IndexExpr, shape: Sequence[int]) -> list[IndexExpr]:
         """The row-major multi-index of linear index ``i`` in ``shape``."""
-        known = self.lookup(("delin", i, tuple(shape)))
+        known = self.lookup_index(("delin", i, tuple(shape)))
         if known is not None:
-            return list(known)  # type: ignore[call-overload]
+            return list(known)
         idx: list[IndexExpr] = []
         rest = i
         for k, n in reversed(list(enumerate(shape))):

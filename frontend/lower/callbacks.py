@@ -71,8 +71,9 @@ def _index(lw: FuncLowering, op: Op) -> int:
 def _check_layouts(op: Op) -> None:
     """A CompileError unless every operand and result layout is row-major (jax's)."""
     for name, values in (("operand_layouts", op.operands), ("result_layouts", op.results)):
-        layouts = op.attr(name)
-        for v, layout in zip(values, layouts or (), strict=False):
+        layouts = op.attr(name, ())
+        assert isinstance(layouts, (list, tuple)), layouts
+        for v, layout in zip(values, layouts, strict=False):
             rank = len(v.type.shape) if isinstance(v.type, TensorType) else 0
             if [int(d) for d in np.asarray(layout).reshape(-1)] != list(range(rank))[::-1]:
                 raise CompileError.at(op.loc, f"a host callback with {name} other than "

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from frontend.ir.attrs import as_float
 from frontend.ir.core import Op
 from frontend.lower.driver import FuncLowering
 from frontend.lower.registry import kernel
@@ -31,11 +32,11 @@ class Check:
 @kernel("check.expect_eq_const", "check.expect_almost_eq_const")
 def check_const(lw: FuncLowering, op: Op) -> None:
     """actual against a constant."""
-    expected = np.asarray(op.attrs["expected"].array)  # type: ignore[attr-defined]
+    expected = np.asarray(op.dense_attr("expected"))
     tol = op.attr("tolerance")
     kind = "eq" if "almost" not in op.name else "almost_eq"
     lw.checks.append((lw.materialize(op.operand("actual")),
-                      Check(kind, expected, None if tol is None else float(tol), op.loc)))
+                      Check(kind, expected, None if tol is None else as_float(tol), op.loc)))
 
 
 @kernel("check.expect_eq", "check.expect_almost_eq", "check.expect_close")
@@ -44,6 +45,6 @@ def check_pair(lw: FuncLowering, op: Op) -> None:
     tol = op.attr("tolerance", op.attr("max_ulp_difference"))
     kind = op.name.split("expect_")[1]
     lw.checks.append((lw.materialize(op.operand("actual")),
-                      Check(kind, None, None if tol is None else float(tol), op.loc)))
+                      Check(kind, None, None if tol is None else as_float(tol), op.loc)))
     lw.checks.append((lw.materialize(op.operand("expected")), Check("value", None, None,
                                                                     op.loc)))

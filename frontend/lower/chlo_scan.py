@@ -57,7 +57,7 @@ def _pointwise(op: Op, shape: tuple[int, ...]) -> bool:
 def _splat(op: Op) -> bool:
     """A constant whose elements are all equal (its elemental lowering is one literal;
     the others get their buffer before the kernel)."""
-    array = np.asarray(op.attrs["value"].array)  # type: ignore[attr-defined]
+    array = np.asarray(op.dense_attr("value"))
     return array.size <= 1 or bool((array == array.reshape(-1)[0]).all())
 
 
@@ -69,7 +69,7 @@ constant with a lowering here is a splat)."""
 @kernel("chlo.scan")
 def scan(lw: FuncLowering, op: Op) -> None:
     """The scan as one kernel over the slice elements (see the module docstring)."""
-    dim = int(op.attr("dimension", 0))
+    dim = op.int_attr("dimension", 0)
     shape = _slice_shape(op, dim)
     if not _pointwise(op, shape):
         lower_scan_loop(lw, op)

@@ -31,7 +31,9 @@ def lower_scan_loop(lw: FuncLowering, op: Op) -> None:
     body = module.func(_BODY)
     assert body is not None
     body.body = op.regions[0]
-    region = inline_calls(module, module.func(_LOOP))  # type: ignore[arg-type]
+    loop = module.func(_LOOP)
+    assert loop is not None
+    region = inline_calls(module, loop)
     lw.count_uses(region)
     for a, v in zip(region.block.args, op.operands, strict=True):
         lw.bind(a, lw.materialize(v))
@@ -61,14 +63,14 @@ def _stacked(t: TensorType, dim: int, size: int | None) -> TensorType:
 
 def _loop_text(op: Op) -> str:
     """The module: the loop function over the scan's operands and the body declared."""
-    dim = int(op.attr("dimension", 0))
+    dim = op.int_attr("dimension", 0)
     inputs, inits = op.operand_group("inputs"), op.operand_group("inits")
     in_t = [types.tensor_of(v.type, op.loc) for v in inputs]
     init_t = [str(v.type) for v in inits]
     n_out = len(op.results) - len(inits)
     out_t = [types.tensor_of(r.type, op.loc) for r in op.results[:n_out]]
     ret_t = [str(v.type) for v in op.regions[0].block.ops[-1].operands]
-    length = in_t[0].shape[dim] if in_t else 0
+    length = in_t[0].static_shape[dim] if in_t else 0
     slices = [str(_stacked(t, dim, None)) for t in in_t]
     carried = [_I64, *init_t, *map(str, out_t)]
     names = ["%i", *(f"%c{j}" for j in range(len(inits))), *(f"%o{j}" for j in range(n_out))]

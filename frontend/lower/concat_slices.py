@@ -11,6 +11,7 @@ straight into the slice (no intermediate buffer).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from frontend.ir.core import Op, Value
@@ -54,7 +55,7 @@ def compute_by_slices(lw: FuncLowering, v: Value, out: int) -> bool:
     concat = find_concatenation(lw, v)
     if concat is None:
         return False
-    d = int(concat.attr("dimension"))  # type: ignore[arg-type]
+    d = concat.int_attr("dimension")
     inputs = [o for o in concat.operands if types.shape(o)[d] > 0]
     if not 2 <= len(inputs) <= MAX_INPUTS:
         return False
@@ -69,19 +70,19 @@ def _slice_kernel(lw: FuncLowering, v: Value, out: int, concat: Value, x: Value,
                   at: int) -> None:
     """A kernel writing ``v`` over the slice of the result that input ``x`` of the
     concatenation fills, from ``at`` along its dimension."""
-    d = int(concat.owner.attr("dimension"))  # type: ignore[union-attr, arg-type]
+    d = concat.op.int_attr("dimension")
     shape = types.shape(v)
     part = list(shape)
     part[d] = types.shape(x)[d]
-    hint = f"{concat.owner.name.rsplit('.', 1)[-1][:6]}{at}"  # type: ignore[union-attr]
+    hint = f"{concat.op.name.rsplit('.', 1)[-1][:6]}{at}"
     with lw.kernel(hint) as (k, f):
 
-        def element_of_x(idx: list[IndexExpr] | tuple[IndexExpr, ...]) -> str:
+        def element_of_x(idx: Sequence[IndexExpr]) -> str:
             sub = list(idx)
             sub[d] = k.isub(sub[d], at)
             return f.value(x, sub)
 
-        f.redirect[concat] = element_of_x  # type: ignore[assignment]
+        f.redirect[concat] = element_of_x
         with k.elements_nd(part) as idx:
             full = list(idx)
             full[d] = k.iadd(idx[d], at)

@@ -85,19 +85,19 @@ class ConvShape:
 
 
 def _shape(op: Op) -> ConvShape:
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     rs, os_ = types.shape(op.operand("rhs")), types.shape(op.result)
-    fg = int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
-    bg = int(op.attr("batch_group_count", 1))  # type: ignore[arg-type]
+    fg = op.int_attr("feature_group_count", 1)
+    bg = op.int_attr("batch_group_count", 1)
     if fg > 1 and bg > 1:
         raise CompileError.at(op.loc, "'stablehlo.convolution' with both feature and batch "
                               "groups is not supported")
     groups = fg * bg
-    return ConvShape(groups, fg > 1, os_[dn.out.index("b")],  # type: ignore[attr-defined]
-                     [os_[d] for d in dn.spatial(dn.out)],  # type: ignore[attr-defined]
-                     rs[dn.rhs.index("i")],  # type: ignore[attr-defined]
-                     [rs[d] for d in dn.spatial(dn.rhs)],  # type: ignore[attr-defined]
-                     rs[dn.rhs.index("o")] // groups)  # type: ignore[attr-defined]
+    return ConvShape(groups, fg > 1, os_[dn.out.index("b")],
+                     [os_[d] for d in dn.spatial(dn.out)],
+                     rs[dn.rhs.index("i")],
+                     [rs[d] for d in dn.spatial(dn.rhs)],
+                     rs[dn.rhs.index("o")] // groups)
 
 
 @kernel("stablehlo.convolution")
@@ -147,7 +147,7 @@ def _rows(lw: FuncLowering, op: Op, acc: str) -> bool:
     """Whether ``op`` takes :func:`conv_rows.shifted_gemms`: eligible, and its epilogue
     does not end in a pooling reduce_window (that stays on the im2col tile)."""
     plan = lw.epilogue(op.result)
-    pooled = plan is not None and plan.root.owner.name == "stablehlo.reduce_window"  # type: ignore
+    pooled = plan is not None and plan.root.op.name == "stablehlo.reduce_window"
     return not pooled and conv_rows.eligible(op, elem_bytes(acc))
 
 
@@ -163,7 +163,7 @@ def _weights(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> int:
     """The weights as [G, (w..., i), Og]: ``rhs``'s own buffer when it is [0, 1, ..., i, o]
     of the accumulation type with one group (HWIO), else a rearranged copy."""
     rhs = op.operand("rhs")
-    labels = list(op.attrs["dimension_numbers"].rhs)  # type: ignore[attr-defined]
+    labels = list(op.conv_dims.rhs)
     buf = lw.buffer_of(rhs)
     if (buf is not None and cs.groups == 1 and types.elem(rhs) == acc
             and labels == [*(str(i) for i in range(len(labels) - 2)), "i", "o"]):
@@ -174,7 +174,7 @@ def _weights(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> int:
 
 def _natural_out(op: Op) -> bool:
     """Whether the result's layout is [b, 0, 1, ..., f] (the gemm's [M, O] as it is)."""
-    out = op.attrs["dimension_numbers"].out  # type: ignore[attr-defined]
+    out = op.conv_dims.out
     return list(out) == ["b", *(str(i) for i in range(len(out) - 2)), "f"]
 
 
@@ -201,9 +201,9 @@ def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
     """patches[g, (b, x...), (w..., i)] = the lhs element under kernel tap w, or 0: read at
     a clamped index and selected (:func:`conv_direct.tap_index`), so no branch."""
     lhs = op.operand("lhs")
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     ls = types.shape(lhs)
-    lsp = dn.spatial(dn.lhs)  # type: ignore[attr-defined]
+    lsp = dn.spatial(dn.lhs)
     win = window_attrs(op, len(lsp))
 
     def element(k: KernelBuilder, f: Fused, idx: list[IndexExpr]) -> str:
@@ -212,8 +212,8 @@ def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
         *ws, fi = k.delinearize(kk, [*cs.window, cs.in_features])
         lidx: list[IndexExpr] = [0] * len(ls)
         grouped = k.imul(g, cs.out_batch if not cs.feature_groups else cs.in_features)
-        lidx[dn.lhs.index("b")] = b if cs.feature_groups else k.iadd(grouped, b)  # type: ignore
-        lidx[dn.lhs.index("f")] = k.iadd(grouped, fi) if cs.feature_groups else fi  # type: ignore
+        lidx[dn.lhs.index("b")] = b if cs.feature_groups else k.iadd(grouped, b)
+        lidx[dn.lhs.index("f")] = k.iadd(grouped, fi) if cs.feature_groups else fi
         conds = []
         for s, d in enumerate(lsp):
             lidx[d], ok = tap_index(k, win, s, ws[s], cs.window[s], xs[s],
@@ -231,15 +231,15 @@ def _patch_element(op: Op, cs: ConvShape, acc: str) -> Element:
 def _weight_element(op: Op, cs: ConvShape, acc: str) -> Element:
     """weights[g, (w..., i), o] = rhs[w..., i, g * Og + o]."""
     rhs = op.operand("rhs")
-    dn = op.attrs["dimension_numbers"]
-    rsp = dn.spatial(dn.rhs)  # type: ignore[attr-defined]
+    dn = op.conv_dims
+    rsp = dn.spatial(dn.rhs)
 
     def element(k: KernelBuilder, f: Fused, idx: list[IndexExpr]) -> str:
         g, kk, o = idx
         *ws, fi = k.delinearize(kk, [*cs.window, cs.in_features])
         ridx: list[IndexExpr] = [0] * len(types.shape(rhs))
-        ridx[dn.rhs.index("i")] = fi  # type: ignore[attr-defined]
-        ridx[dn.rhs.index("o")] = k.iadd(k.imul(g, cs.out_per_group), o)  # type: ignore
+        ridx[dn.rhs.index("i")] = fi
+        ridx[dn.rhs.index("o")] = k.iadd(k.imul(g, cs.out_per_group), o)
         for s, d in enumerate(rsp):
             ridx[d] = ws[s]
         return k.cast(f.value(rhs, ridx), types.elem(rhs), acc)
@@ -249,15 +249,15 @@ def _weight_element(op: Op, cs: ConvShape, acc: str) -> Element:
 
 def _unpack(lw: FuncLowering, op: Op, cs: ConvShape, c: int, out: int) -> None:
     """out[b, o, x...] = c[o / Og, (b, x...), o % Og], converted to the result type."""
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     t, acc = types.elem(op.result), _WIDE.get(types.elem(op.result), types.elem(op.result))
     shape = types.shape(op.result)
     n = prod(shape)
-    osp = dn.spatial(dn.out)  # type: ignore[attr-defined]
+    osp = dn.spatial(dn.out)
     with lw.kernel("conv_out") as (k, _):
         with k.elements_nd(shape) as idx:
-            o = idx[dn.out.index("f")]  # type: ignore[attr-defined]
-            m = k.linear([idx[dn.out.index("b")], *(idx[d] for d in osp)],  # type: ignore
+            o = idx[dn.out.index("f")]
+            m = k.linear([idx[dn.out.index("b")], *(idx[d] for d in osp)],
                          [cs.out_batch, *cs.out_spatial])
             at = k.linear([k.idiv(o, cs.out_per_group), m, k.irem(o, cs.out_per_group)],
                           [cs.groups, cs.m, cs.out_per_group])

@@ -52,7 +52,7 @@ def window_attrs(op: Op, nsp: int) -> Window:
     """``op``'s window attributes for ``nsp`` spatial dimensions."""
     return Window(_ints(op, "window_strides", nsp, 1), _ints(op, "lhs_dilation", nsp, 1),
                    _ints(op, "rhs_dilation", nsp, 1),
-                   list(op.attr("window_reversal") or [False] * nsp),  # type: ignore
+                   op.bools_attr("window_reversal", []) or [False] * nsp,
                    _padding(op, nsp))
 
 
@@ -70,8 +70,8 @@ def direct_convolution(lw: FuncLowering, op: Op) -> None:
     t, rt = types.elem(op.result), types.elem(root)
     out = lw.buffer_for(root)
     shape = types.shape(op.result)
-    name = "conv" if epilogue is None else f"conv_{root.owner.name.split('.')[-1]}"  # type: ignore
-    fd = op.attrs["dimension_numbers"].out.index("f")  # type: ignore[attr-defined]
+    name = "conv" if epilogue is None else f"conv_{root.op.name.split('.')[-1]}"
+    fd = op.conv_dims.out.index("f")
     groups = _groups(op)
     per = shape[fd] // groups
     split = groups > 1 and per >= SPLIT
@@ -94,8 +94,8 @@ def direct_convolution(lw: FuncLowering, op: Op) -> None:
 
 def _groups(op: Op) -> int:
     """The number of groups: feature or batch (at most one of them exceeds 1)."""
-    return (int(op.attr("feature_group_count", 1))  # type: ignore[arg-type]
-            * int(op.attr("batch_group_count", 1)))  # type: ignore[arg-type]
+    return (op.int_attr("feature_group_count", 1)
+            * op.int_attr("batch_group_count", 1))
 
 
 def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
@@ -103,28 +103,28 @@ def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
     """The unrolled sum for the output element ``oidx`` of group ``g`` (input features
     outermost, then the window in row-major order)."""
     lhs, rhs = op.operand("lhs"), op.operand("rhs")
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     ls, rs = types.shape(lhs), types.shape(rhs)
     acc_t = _WIDE.get(types.elem(op.result), types.elem(op.result))
-    lsp, rsp, osp = dn.spatial(dn.lhs), dn.spatial(dn.rhs), dn.spatial(dn.out)  # type: ignore
+    lsp, rsp, osp = dn.spatial(dn.lhs), dn.spatial(dn.rhs), dn.spatial(dn.out)
     win = window_attrs(op, len(lsp))
-    batch_groups = int(op.attr("batch_group_count", 1))  # type: ignore[arg-type]
-    n_in = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
+    batch_groups = op.int_attr("batch_group_count", 1)
+    n_in = rs[dn.rhs.index("i")]
     window = [rs[d] for d in rsp]
     out_shape = types.shape(op.result)
     taps = [[tap_index(k, win, s, w, window[s], oidx[osp[s]], (ls[lsp[s]], out_shape[osp[s]]))
              for w in range(window[s])] for s in range(len(lsp))]
     lidx: list[IndexExpr] = [0] * len(ls)
     ridx: list[IndexExpr] = [0] * len(rs)
-    ob = oidx[dn.out.index("b")]  # type: ignore[attr-defined]
-    lidx[dn.lhs.index("b")] = (k.iadd(k.imul(g, ls[dn.lhs.index("b")] // batch_groups), ob)  # type: ignore
+    ob = oidx[dn.out.index("b")]
+    lidx[dn.lhs.index("b")] = (k.iadd(k.imul(g, ls[dn.lhs.index("b")] // batch_groups), ob)
                                if batch_groups > 1 else ob)
-    ridx[dn.rhs.index("o")] = oidx[dn.out.index("f")]  # type: ignore[attr-defined]
+    ridx[dn.rhs.index("o")] = oidx[dn.out.index("f")]
     acc = k.const(0.0 if acc_t[0] in "fb" else (0j if acc_t[0] == "c" else 0), acc_t)
     zero = acc
     for fi in range(n_in):
-        lidx[dn.lhs.index("f")] = fi if batch_groups > 1 else k.iadd(k.imul(g, n_in), fi)  # type: ignore
-        ridx[dn.rhs.index("i")] = fi  # type: ignore[attr-defined]
+        lidx[dn.lhs.index("f")] = fi if batch_groups > 1 else k.iadd(k.imul(g, n_in), fi)
+        ridx[dn.rhs.index("i")] = fi
         for kw in itertools.product(*(range(n) for n in window)):
             conds: list[str | bool] = []
             for s, w in enumerate(kw):
@@ -133,12 +133,12 @@ def _conv_sum(k: KernelBuilder, f: Fused, op: Op, oidx: list[IndexExpr],
                 conds.append(ok)
             if False in conds:
                 continue
-            conds = [c for c in conds if c is not True]
+            real = [c for c in conds if isinstance(c, str)]
             x = k.cast(f.value(lhs, lidx), types.elem(lhs), acc_t)
             y = k.cast(f.value(rhs, ridx), types.elem(rhs), acc_t)
             term = k.arith("mul", x, y, acc_t)
-            if conds:
-                term = k.select(all_of(k, conds), term, zero, acc_t)  # type: ignore[arg-type]
+            if real:
+                term = k.select(all_of(k, real), term, zero, acc_t)
             acc = k.arith("add", acc, term, acc_t)
     return acc
 

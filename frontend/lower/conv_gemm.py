@@ -25,7 +25,7 @@ window, so only the pooled result reaches global memory (:func:`_pooled`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from math import prod
 
 from frontend.ir.core import Op, Value
@@ -45,7 +45,7 @@ stays local) may take (GPUs offer 48 KiB or more)."""
 Element = Callable[[KernelBuilder, Fused, list[IndexExpr]], str]
 
 
-def tile_rows(k_size: int, out_spatial: list[int], elem_bytes: int, multiple: int = 1,
+def tile_rows(k_size: int, out_spatial: Sequence[int], elem_bytes: int, multiple: int = 1,
               extra: int = 0) -> int:
     """Rows of output positions per work-group for a contraction of ``k_size`` (a multiple
     of ``multiple``; ``extra`` more elements of local memory per position): 0 when that
@@ -70,12 +70,12 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     spatial sizes.  A ``[b, 0.., f]`` result of one group is the gemm's own output; other
     layouts, and groups, are stored from a local tile (:func:`_scattered`)."""
     element, weights = operands
-    if groups > 1 or list(op.attrs["dimension_numbers"].out) != [  # type: ignore[attr-defined]
+    if groups > 1 or list(op.conv_dims.out) != [
             "b", *(str(i) for i in range(len(sp))), "f"]:
         _scattered(lw, op, (*sizes, groups), acc, operands, sp)
         return
     plan = lw.epilogue(op.result)
-    if plan is not None and plan.root.owner.name == "stablehlo.reduce_window":  # type: ignore
+    if plan is not None and plan.root.op.name == "stablehlo.reduce_window":
         _pooled(lw, op, sizes, acc, operands, plan)
         return
     batch, kk, o = sizes
@@ -86,7 +86,7 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     c, tail = gemm_output(lw, op.result, acc)
     name = "conv"
     if tail is not None and tail.root is not op.result:
-        name = f"conv_{tail.root.owner.name.split('.')[-1]}"  # type: ignore[union-attr]
+        name = f"conv_{tail.root.op.name.split('.')[-1]}"
     with lw.kernel(name) as (k, f):
         r0 = k.imul(k.irem(k.emit("group_id", "g"), tiles), per)
         nrows = _rows_left(k, r0, per, rows_total)
@@ -116,7 +116,7 @@ def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int, int], acc: 
     rows_total = batch * prod(sp[:-1])
     per = tile_rows(kk, sp, elem_bytes(acc), 1, o)
     tiles = -(-rows_total // per)
-    name = "conv" if plan is None else f"conv_{root.owner.name.split('.')[-1]}"  # type: ignore
+    name = "conv" if plan is None else f"conv_{root.op.name.split('.')[-1]}"
     with lw.kernel(name) as (k, f):
         g = k.irem(k.emit("group_id", "g"), groups * tiles)
         grp = k.idiv(g, tiles)
@@ -144,7 +144,7 @@ def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[s
     batch, sp, o = shape
     r0, nrows, grp = rows
     tile, local = c
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     full = types.shape(root)
     t = types.elem(op.result)
     row = sp[-1] if sp else 1
@@ -153,9 +153,9 @@ def _store_tile(k: KernelBuilder, f: Fused, values: tuple[Op, Value], c: tuple[s
         x, oo, ry = names
         b, *ys = _row_coords(k, k.iadd(r0, ry), batch, sp)
         oidx: list[IndexExpr] = [0] * len(full)
-        oidx[dn.out.index("b")] = b  # type: ignore[attr-defined]
-        oidx[dn.out.index("f")] = k.iadd(k.imul(grp, o), oo)  # type: ignore[attr-defined]
-        for d, i in zip(dn.spatial(dn.out), [*ys, x] if sp else [], strict=True):  # type: ignore
+        oidx[dn.out.index("b")] = b
+        oidx[dn.out.index("f")] = k.iadd(k.imul(grp, o), oo)
+        for d, i in zip(dn.spatial(dn.out), [*ys, x] if sp else [], strict=True):
             oidx[d] = i
         col = k.iadd(k.imul(ry, row), x)
         elem = k.emit(f"load {tile}[{k.idx(oo)}, {k.idx(col)}] : {local}", "x")
@@ -200,10 +200,10 @@ def _pack_tile(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], 
     batch, sp, kk, per = shape
     r0, nrows = rows
     row = sp[-1] if sp else 1
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     rs = types.shape(op.operand("rhs"))
-    window = [rs[d] for d in dn.spatial(dn.rhs)]  # type: ignore[attr-defined]
-    fin = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
+    window = [rs[d] for d in dn.spatial(dn.rhs)]
+    fin = rs[dn.rhs.index("i")]
     local = f"memref<{_acc(op)}x{kk}x{per * row},local>"
     tile = k.emit(f"alloca -> {local}", "l")
     names, head = foreach_modes(k, [fin, *window[::-1], row, nrows], "p")
@@ -334,7 +334,9 @@ def _pooled(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
     pool = plan.root.owner
     assert isinstance(pool, Op)
     top = pool.operand_group("inputs")[0]
-    wh, ww = pool_window(pool, top)  # type: ignore[misc]
+    window = pool_window(pool, top)
+    assert window is not None, "the plan's pool was checked"
+    wh, ww = window
     sp = [int(d) for d in types.shape(op.result)[1:-1]]
     row, rows_total = sp[-1], batch * sp[0]
     per = tile_rows(kk, sp, elem_bytes(acc), wh, o)

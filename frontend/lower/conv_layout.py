@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontend.ir.attrs import ConvDimsAttr, DenseArrayAttr, DenseElementsAttr
+from frontend.ir.attrs import ConvDimsAttr, DenseArrayAttr, DenseElementsAttr, as_ints
 from frontend.ir.core import Block, Op, Region, Value
 from frontend.ir.types import TensorType
 from frontend.lower import types
@@ -118,7 +118,7 @@ def _shape(v: Value) -> tuple[int, ...]:
 def _new_op(name: str, operands: list[Value], shape: tuple[int, ...], like: Value,
             attrs: dict, regions: list[Region] | None = None) -> Op:
     """A detached op with one result of ``like``'s element type and ``shape``."""
-    t = like.type.with_shape(shape)  # type: ignore[attr-defined]
+    t = types.tensor_of(like.type, like.loc).with_shape(shape)
     op = Op(name, operands, [t], attrs, regions or [], like.loc)
     op.results = [Value(t, op, 0, f"{like.name}_cl", like.loc)]
     return op
@@ -194,7 +194,7 @@ class _Rewriter:
 
     def _transpose_op(self, op: Op) -> list[Op]:
         x = op.operand("operand")
-        perm = tuple(int(p) for p in op.attr("permutation"))  # type: ignore[union-attr]
+        perm = tuple(op.ints_attr("permutation"))
         if x not in self.ours:
             self.transposed[op.result] = (x, perm)
             return [op]
@@ -216,7 +216,7 @@ class _Rewriter:
         channels-last by a consumer (through elementwise ops and unit reshapes): else
         the result would be computed channels-last and then transposed in memory, where
         the scattered store of :func:`conv_gemm.implicit_gemm` does it in one kernel."""
-        dn = op.attrs["dimension_numbers"]
+        dn = op.conv_dims
         assert isinstance(dn, ConvDimsAttr)
         if _natural(dn.out):
             return True
@@ -230,7 +230,7 @@ class _Rewriter:
                     continue
                 r = user.result
                 if user.name == "stablehlo.transpose" and _shape(v) == shape:
-                    if tuple(int(p) for p in user.attr("permutation")) == back:  # type: ignore
+                    if tuple(user.ints_attr("permutation")) == back:
                         return True
                 elif (user.name in ELEMENTWISE and _shape(r) == _shape(v)
                       or user.name == "stablehlo.reshape" or _unit_source(r) is v):
@@ -240,7 +240,7 @@ class _Rewriter:
 
     def _convolution(self, op: Op) -> list[Op]:
         """transpose(conv'(transpose(lhs), rhs), back), conv' channels-last."""
-        dn = op.attrs["dimension_numbers"]
+        dn = op.conv_dims
         assert isinstance(dn, ConvDimsAttr)
         new: list[Op] = []
         lhs = self.transpose(op.operand("lhs"), _to_natural(dn.lhs), new)
@@ -295,7 +295,7 @@ class _Rewriter:
         if not isinstance(bcast, Op) or bcast.name != "stablehlo.broadcast_in_dim":
             return [op]
         src = bcast.operand("operand")
-        dims = [int(d) for d in bcast.attr("broadcast_dimensions")]  # type: ignore
+        dims = bcast.ints_attr("broadcast_dimensions")
         rank = len(_shape(x))
         if not _inserts_units(_shape(src), _shape(x), dims):
             return [op]
@@ -316,7 +316,7 @@ class _Rewriter:
 def _broadcast(op: Op, perm: Perm, new: list[Op]) -> Value:
     """The broadcast ``op`` (``result = transpose(?, perm)``) as a broadcast to the
     untransposed shape."""
-    dims = [int(d) for d in op.attr("broadcast_dimensions")]  # type: ignore[union-attr]
+    dims = op.ints_attr("broadcast_dimensions")
     shape = _shape(op.result)
     inv = _inverse(perm)
     b = _new_op(op.name, [op.operand("operand")], tuple(shape[p] for p in inv), op.result,
@@ -344,7 +344,7 @@ def _unit_source(x: Value) -> Value | None:
         return op.operand("operand")
     if op.name == "stablehlo.broadcast_in_dim":
         src = op.operand("operand")
-        dims = [int(d) for d in op.attr("broadcast_dimensions")]  # type: ignore[union-attr]
+        dims = op.ints_attr("broadcast_dimensions")
         if _inserts_units(_shape(src), _shape(x), dims):
             return src
     return None
@@ -361,7 +361,7 @@ def _window_attrs_on(op: Op, rank: int, dims: list[int]) -> dict | None:
         a = op.attrs.get(name)
         if a is None:
             continue
-        values = [int(v) for v in a.py]  # type: ignore[union-attr]
+        values = as_ints(a.py)
         if any(values[d] != 1 for d in range(rank) if d not in dims):
             return None
         attrs[name] = DenseArrayAttr("i64", tuple(values[d] for d in dims))

@@ -45,28 +45,28 @@ LOCAL_BYTES = 32 * 1024
 def row_length(op: Op) -> int:
     """``L``: the positions of one padded input row (0 when the last spatial dimension has
     no window)."""
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     rs, os_ = types.shape(op.operand("rhs")), types.shape(op.result)
-    nsp = len(dn.spatial(dn.out))  # type: ignore[attr-defined]
+    nsp = len(dn.spatial(dn.out))
     if nsp == 0:
         return 0
     win = window_attrs(op, nsp)
-    kw = rs[dn.spatial(dn.rhs)[-1]]  # type: ignore[attr-defined]
-    return (kw - 1) * win.rdil[-1] + os_[dn.spatial(dn.out)[-1]]  # type: ignore[attr-defined]
+    kw = rs[dn.spatial(dn.rhs)[-1]]
+    return (kw - 1) * win.rdil[-1] + os_[dn.spatial(dn.out)[-1]]
 
 
 def eligible(op: Op, acc_bytes: int) -> bool:
     """Whether ``op`` (one group, a ``[b, 0.., f]`` result) can take this lowering."""
-    dn = op.attrs["dimension_numbers"]
-    lhs_labels = list(dn.lhs)  # type: ignore[attr-defined]
+    dn = op.conv_dims
+    lhs_labels = list(dn.lhs)
     nsp = len(lhs_labels) - 2
     if nsp == 0 or lhs_labels != ["b", *(str(i) for i in range(nsp)), "f"]:
         return False
     win = window_attrs(op, nsp)
     rs, os_ = types.shape(op.operand("rhs")), types.shape(op.result)
-    fin = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
-    wo = os_[dn.spatial(dn.out)[-1]]  # type: ignore[attr-defined]
-    taps = prod(rs[d] for d in dn.spatial(dn.rhs)[:-1])  # type: ignore[attr-defined]
+    fin = rs[dn.rhs.index("i")]
+    wo = os_[dn.spatial(dn.out)[-1]]
+    taps = prod(rs[d] for d in dn.spatial(dn.rhs)[:-1])
     local = fin * row_length(op) * taps * acc_bytes
     return (win.strides[-1] == 1 and win.ldil[-1] == 1 and fin >= MIN_FEATURES
             and wo >= MIN_ROW and local <= LOCAL_BYTES)
@@ -78,16 +78,16 @@ def shifted_gemms(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     tap over the padded input rows of each output row; ``weights`` is the ``[K, O]``
     buffer (taps row-major, then the input features)."""
     batch, kk, o = sizes
-    dn = op.attrs["dimension_numbers"]
+    dn = op.conv_dims
     rs = types.shape(op.operand("rhs"))
-    window = [rs[d] for d in dn.spatial(dn.rhs)]  # type: ignore[attr-defined]
-    fin = rs[dn.rhs.index("i")]  # type: ignore[attr-defined]
+    window = [rs[d] for d in dn.spatial(dn.rhs)]
+    fin = rs[dn.rhs.index("i")]
     rows_total = batch * prod(sp[:-1])
     wo, length = sp[-1], row_length(op)
     c, tail = gemm_output(lw, op.result, acc)
     name = "conv"
     if tail is not None and tail.root is not op.result:
-        name = f"conv_{tail.root.owner.name.split('.')[-1]}"  # type: ignore[union-attr]
+        name = f"conv_{tail.root.op.name.split('.')[-1]}"
     with lw.kernel(name) as (k, f):
         r0 = k.irem(k.emit("group_id", "g"), rows_total)
         tile = _fill(k, f, op, (batch, sp, window, fin, length), acc, r0)
@@ -124,11 +124,11 @@ def _fill(k: KernelBuilder, f: Fused, op: Op, shape: tuple[int, list[int], list[
             if ok is False:
                 q, ok = 0, k.cmp("lt", k.idx(0), k.idx(0), "index")
             if ok is not True:
-                conds.append(ok)  # type: ignore[arg-type]
+                conds.append(ok)
             idx.append(q)
-        x, ok = _padded(k, p, win.pad[-1][0], ls[-2], length)
-        if ok is not None:
-            conds.append(ok)
+        x, inside = _padded(k, p, win.pad[-1][0], ls[-2], length)
+        if inside is not None:
+            conds.append(inside)
         idx += [x, fi]
         value = k.cast(f.value(lhs, idx), types.elem(lhs), acc)
         if conds:

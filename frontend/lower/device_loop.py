@@ -30,7 +30,8 @@ from constants are initialized by the loop kernel instead of launches of their o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from math import prod
 
 from frontend.ir.core import Block, Op, Value
@@ -238,10 +239,9 @@ def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
             _update_slice(f, update, c)
     for v, out, c in zip(results, outs, carry, strict=True):
         if out is not None:
-            n, t = types.size(v), types.elem(v)
-            _each(k, types.shape(v), lambda idx, out=out, c=c, n=n, t=t, v=v: k.store(
-                k.load(out, t, n, k.linear(idx, types.shape(v))), c, t, n,
-                k.linear(idx, types.shape(v))))
+            t = types.elem(v)
+            _copy_each(k, types.shape(v), partial(_load_element, k, out, t, types.shape(v)),
+                       c, t)
 
 
 def _store_all(lw: FuncLowering, f: Fused, v: Value, out: int) -> None:
@@ -268,7 +268,7 @@ def _direct(lw: FuncLowering, body: Block) -> list[int]:
             for v in update.operands[1:]:
                 updated |= _reads(lw, body, v)
     left = [i for i in changed if i not in reads[i] and i not in updated]
-    order = []
+    order: list[int] = []
     while True:
         pick = next((i for i in left if not any(i in reads[j] for j in left if j != i)), None)
         if pick is None:
@@ -362,7 +362,21 @@ def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
     lw.bind(v, buf)
 
 
-def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
+def _copy_each(k: KernelBuilder, shape: tuple[int, ...],
+               element: Callable[[list[IndexExpr]], str], buf: int, t: str) -> None:
+    """``buf[idx] = element(idx)`` at every row-major index ``idx`` of ``shape``."""
+    n = prod(shape)
+    _each(k, shape, lambda idx: k.store(element(idx), buf, t, n, k.linear(idx, shape)))
+
+
+def _load_element(k: KernelBuilder, buf: int, t: str, shape: tuple[int, ...],
+                  idx: list[IndexExpr]) -> str:
+    """Element ``idx`` of the row-major buffer ``buf`` of ``shape``."""
+    return k.load(buf, t, prod(shape), k.linear(idx, shape))
+
+
+def _each(k: KernelBuilder, shape: Sequence[int],
+          store: Callable[[list[IndexExpr]], object]) -> None:
     """A foreach over the elements of ``shape`` calling ``store(multi_index)``: one
     ``foreach`` mode per dimension longer than one (the last dimension fastest), so the
     innermost loop runs along contiguous memory without dividing indices."""
@@ -372,7 +386,7 @@ def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
     if not looped:
         i = k.fresh("i")
         with k.block(f"foreach {i} = {k.idx(0)}, {k.idx(1)} : index {{"):
-            store([0] * len(shape))  # type: ignore[operator]
+            store([0] * len(shape))
         return
     names = {d: k.fresh("i") for d in looped}
     inner = looped[::-1]  # the first foreach mode is the fastest: the last dimension
@@ -382,7 +396,7 @@ def _each(k: KernelBuilder, shape: Sequence[int], store: object) -> None:
     if len(inner) == 1:
         head = f"foreach {names[inner[0]]} = {los}, {his} : index {{"
     with k.block(head):
-        store([names.get(d, 0) for d in range(len(shape))])  # type: ignore[operator]
+        store([names.get(d, 0) for d in range(len(shape))])
 
 
 def _reduce(lw: FuncLowering, f: Fused, op: Op) -> None:
@@ -390,7 +404,7 @@ def _reduce(lw: FuncLowering, f: Fused, op: Op) -> None:
     k = f.k
     n_in = len(op.results)
     inputs, inits = op.operands[:n_in], op.operands[n_in:]
-    dims = [int(d) for d in op.attr("dimensions")]  # type: ignore[union-attr]
+    dims = op.ints_attr("dimensions")
     shape = types.shape(inputs[0])
     kept = [d for d in range(len(shape)) if d not in dims]
     rshape = [shape[d] for d in dims]
@@ -541,8 +555,7 @@ def _place(rank: int, parts: list[tuple[list[int], Sequence[IndexExpr]]]) -> lis
 
 
 def _dims(op: Op, name: str) -> list[int]:
-    numbers = op.attrs["dot_dimension_numbers"]
-    return [int(d) for d in numbers.get(name, [])]  # type: ignore[attr-defined]
+    return op.struct_ints("dot_dimension_numbers", name)
 
 
 def _buf(lw: FuncLowering, v: Value) -> int:
@@ -551,7 +564,7 @@ def _buf(lw: FuncLowering, v: Value) -> int:
     return buf
 
 
-def _work(block: Block, in_place: set[Op], hoisted: dict[Op, object]) -> int:
+def _work(block: Block, in_place: set[Op], hoisted: Mapping[Op, object]) -> int:
     """An estimate of one run of ``block`` in the loop kernel: multiply-adds of its dots,
     elements reduced by its reduces, elements of its other values (of an in-place
     ``dynamic_update_slice``, its update; of a hoisted dot, its result)."""
@@ -670,9 +683,7 @@ def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
     k = f.k
     carry = [_buf(lw, r) for r in op.results]
     for v, c in zip(op.operands, carry, strict=True):
-        shape, t, n = types.shape(v), types.elem(v), types.size(v)
-        _each(k, shape, lambda idx, v=v, c=c, shape=shape, t=t, n=n: k.store(
-            f.value(v, idx), c, t, n, k.linear(idx, shape)))
+        _copy_each(k, types.shape(v), partial(f.value, v), c, types.elem(v))
     cond, body = op.regions[0].block, op.regions[1].block
     for block in (cond, body):
         for a, c in zip(block.args, carry, strict=True):
@@ -711,7 +722,7 @@ def _conjuncts(v: Value) -> list[Op]:
     if o.name == "stablehlo.convert" and types.elem(o.operands[0]) == "i1":
         return _conjuncts(o.operands[0])
     if o.name == "stablehlo.reduce" and len(o.operands) == 2 \
-            and not list(o.attr("dimensions") or []) and types.shape(o.operands[0]) == ():
+            and not o.ints_attr("dimensions", []) and types.shape(o.operands[0]) == ():
         return _conjuncts(o.operands[0]) if _is_bool(o.operands[1], False) and \
             o.regions[0].block.ops[0].name == "stablehlo.or" else []
     if o.name == "stablehlo.compare":
@@ -731,7 +742,7 @@ def _is_bool(v: Value, value: bool) -> bool:
         v, o = o.operands[0], o.operands[0].owner
     if not isinstance(o, Op) or o.name != "stablehlo.constant" or types.elem(v) != "i1":
         return False
-    return bool(o.attrs["value"].array.reshape(-1)[0]) is value  # type: ignore[attr-defined]
+    return bool(o.dense_attr("value").reshape(-1)[0]) is value
 
 
 def _counted(op: Op, compare: Op) -> int | None:
@@ -765,9 +776,7 @@ def _scatter(lw: FuncLowering, f: Fused, op: Op) -> None:
     k = f.k
     outs = [_buf(lw, r) for r in op.results]
     for v, out in zip(op.operand_group("inputs"), outs, strict=True):
-        shape, t, n = types.shape(v), types.elem(v), types.size(v)
-        _each(k, shape, lambda idx, v=v, out=out, shape=shape, t=t, n=n: k.store(
-            f.value(v, idx), out, t, n, k.linear(idx, shape)))
+        _copy_each(k, types.shape(v), partial(f.value, v), out, types.elem(v))
     _each(k, types.shape(op.operand_group("updates")[0]),
           lambda uidx: scatter_gather.apply_update(f, op, outs, uidx))
 

@@ -27,11 +27,11 @@ from tensorlang.diagnostics import CompileError
 
 
 def _dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
-    dn = op.attrs["dot_dimension_numbers"]
-    get = dn.get  # type: ignore[attr-defined]
-    return (list(get("lhs_batching_dimensions", [])), list(get("rhs_batching_dimensions", [])),
-            list(get("lhs_contracting_dimensions", [])),
-            list(get("rhs_contracting_dimensions", [])))
+    def get(name: str) -> list[int]:
+        return op.struct_ints("dot_dimension_numbers", name)
+
+    return (get("lhs_batching_dimensions"), get("rhs_batching_dimensions"),
+            get("lhs_contracting_dimensions"), get("rhs_contracting_dimensions"))
 
 
 def canonical(lw: FuncLowering, v: Value, order: list[int], dtype: str,
@@ -189,11 +189,11 @@ def _layout(lw: FuncLowering, v: Value, depth: int
         return None
     buf, off, ishape, ist = inner
     if op.name == "stablehlo.transpose":
-        perm = [int(d) for d in op.attr("permutation")]  # type: ignore[union-attr]
+        perm = op.ints_attr("permutation")
         return buf, off, shape, [ist[d] for d in perm]
     if op.name == "stablehlo.slice":
-        starts = [int(x) for x in op.attr("start_indices")]  # type: ignore[union-attr]
-        steps = [int(x) for x in op.attr("strides")]  # type: ignore[union-attr]
+        starts = op.ints_attr("start_indices")
+        steps = op.ints_attr("strides")
         off += sum(a * b for a, b in zip(starts, ist, strict=True))
         return buf, off, shape, [a * b for a, b in zip(ist, steps, strict=True)]
     out = _reshaped(ishape, ist, shape)
@@ -269,7 +269,7 @@ def _through_transposes(lw: FuncLowering, v: Value, order: tuple[list[int], list
     batch, first, second = (list(o) for o in order)
     while lw.buffer_of(v) is None and isinstance(v.owner, Op) \
             and v.owner.name == "stablehlo.transpose":
-        perm = [int(d) for d in v.owner.attr("permutation")]  # type: ignore[union-attr]
+        perm = v.op.ints_attr("permutation")
         batch, first, second = ([perm[d] for d in o] for o in (batch, first, second))
         v = v.owner.operands[0]
     return v, batch, first, second
@@ -336,7 +336,7 @@ def _swapped_transpose(lw: FuncLowering, op: Op, ranks: tuple[int, int, int]) ->
     users = lw.users(r)
     if len(users) != 1 or users[0].name != "stablehlo.transpose":
         return None
-    perm = [int(d) for d in users[0].attr("permutation")]  # type: ignore[union-attr]
+    perm = users[0].ints_attr("permutation")
     swap = [*range(nb), *range(nb + nf, nb + nf + nr), *range(nb, nb + nf)]
     return users[0] if perm == swap else None
 
@@ -354,7 +354,7 @@ def _transposed_output(lw: FuncLowering, op: Op, acc: str, ranks: tuple[int, int
     if len(users) != 1 or users[0].name != "stablehlo.transpose":
         return None
     user = users[0]
-    perm = [int(d) for d in user.attr("permutation")]  # type: ignore[union-attr]
+    perm = user.ints_attr("permutation")
     packed = _packed(list(types.shape(user.result)))
     st = [0] * len(perm)
     for j, d in enumerate(perm):
@@ -469,6 +469,7 @@ def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int 
                f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
                f"{vtypes[2]}")
         if tail is not None:
+            assert not isinstance(c, Strided), "a strided output takes no tail"
             _run_tail(k, f, tail, (c, t), (m, n, nb), (batch, tile), size)
     lw.launch_last(nb * tiles)
     if tail is not None:

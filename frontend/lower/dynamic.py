@@ -8,11 +8,13 @@ update (a loop carry, :mod:`frontend.lower.control`) writes only the slice into 
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import numpy as np
 
+from frontend.ir.attrs import Attr, DenseArrayAttr, DenseElementsAttr
 from frontend.ir.core import Op, Value
+from frontend.ir.types import IntegerType, TensorType
 from frontend.lower import scatter_gather, shape, types
 from frontend.lower.builder import IndexExpr, groups_nd
 from frontend.lower.driver import FuncLowering
@@ -21,32 +23,14 @@ from frontend.lower.registry import KERNEL, elemental, kernel
 from tensorlang.diagnostics import CompileError
 
 
-class _Static:
-    """``op`` seen with some operands turned into attributes (what the static lowerings
-    read through ``attr``)."""
-
-    def __init__(self, op: Op, attrs: dict[str, object]) -> None:
-        self._op = op
-        self._attrs = attrs
-
-    def attr(self, name: str, default: object = None) -> object:
-        return self._attrs[name] if name in self._attrs else self._op.attr(name, default)
-
-    @property
-    def attrs(self) -> dict[str, object]:
-        """The op's attributes and the static ones (with ``py`` and ``array``)."""
-        return {**self._op.attrs, **{n: _Attr(v) for n, v in self._attrs.items()}}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._op, name)
+def _static(op: Op, attrs: dict[str, Attr]) -> Op:
+    """``op`` with some operands turned into attributes (what the static lowerings read);
+    its operands and results are ``op``'s own."""
+    return dataclasses.replace(op, attrs={**op.attrs, **attrs})
 
 
-class _Attr:
-    """A static attribute value as the IR's attributes expose it."""
-
-    def __init__(self, value: object) -> None:
-        self.py = value
-        self.array = np.asarray(value)
+def _i64s(values: list[int]) -> DenseArrayAttr:
+    return DenseArrayAttr("i64", tuple(values))
 
 
 def constant_ints(op: Op, v: Value) -> list[int]:
@@ -55,7 +39,7 @@ def constant_ints(op: Op, v: Value) -> list[int]:
     if not isinstance(owner, Op) or owner.name != "stablehlo.constant":
         raise CompileError.at(op.loc, f"'{op.name}' with shape operands computed at run time "
                               "is not supported yet")
-    array = np.asarray(owner.attrs["value"].array)  # type: ignore[attr-defined]
+    array = np.asarray(owner.dense_attr("value"))
     return [int(x) for x in array.reshape(-1)]
 
 
@@ -64,15 +48,15 @@ def dynamic_pad(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """pad with constant edge and interior padding."""
     low = constant_ints(op, op.operand("edge_padding_low"))
     interior = constant_ints(op, op.operand("interior_padding"))
-    static = _Static(op, {"edge_padding_low": low, "interior_padding": interior})
-    return shape.pad(f, static, idx)  # type: ignore[arg-type]
+    static = _static(op, {"edge_padding_low": _i64s(low), "interior_padding": _i64s(interior)})
+    return shape.pad(f, static, idx)
 
 
 @elemental("stablehlo.dynamic_gather")
 def dynamic_gather(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """gather with constant slice sizes."""
     sizes = constant_ints(op, op.operand("slice_sizes"))
-    return scatter_gather.gather(f, _Static(op, {"slice_sizes": sizes}), idx)  # type: ignore
+    return scatter_gather.gather(f, _static(op, {"slice_sizes": _i64s(sizes)}), idx)
 
 
 @elemental("stablehlo.real_dynamic_slice")
@@ -80,15 +64,16 @@ def real_dynamic_slice(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """slice with constant start indices and strides (the limits fix the static shape)."""
     start = constant_ints(op, op.operand("start_indices"))
     strides = constant_ints(op, op.operand("strides"))
-    static = _Static(op, {"start_indices": start, "strides": strides})
-    return shape.slice_(f, static, idx)  # type: ignore[arg-type]
+    static = _static(op, {"start_indices": _i64s(start), "strides": _i64s(strides)})
+    return shape.slice_(f, static, idx)
 
 
 @kernel("stablehlo.dynamic_conv")
 def dynamic_conv(lw: FuncLowering, op: Op) -> None:
     """convolution with constant padding."""
-    pad = np.asarray(constant_ints(op, op.operand("padding")), dtype=np.int64)
-    KERNEL["stablehlo.convolution"](lw, _Static(op, {"padding": pad.reshape(-1, 2)}))  # type: ignore
+    pad = np.asarray(constant_ints(op, op.operand("padding")), dtype=np.int64).reshape(-1, 2)
+    padding = DenseElementsAttr(TensorType(pad.shape, IntegerType(64)), pad)
+    KERNEL["stablehlo.convolution"](lw, _static(op, {"padding": padding}))
 
 
 def update_in_place(lw: FuncLowering, op: Op, buffer: int) -> None:

@@ -31,7 +31,7 @@ _COMPLEX = {"f32": "c32", "f64": "c64"}
 def fft(lw: FuncLowering, op: Op) -> None:
     """The transform as a chain of line passes (see the module docstring)."""
     kind = str(op.attr("fft_type"))
-    lengths = [int(n) for n in op.attr("fft_length")]  # type: ignore[union-attr]
+    lengths = op.ints_attr("fft_length")
     operand = op.operands[0]
     t_in, t_out = types.elem(operand), types.elem(op.result)
     if kind not in ("FFT", "IFFT", "RFFT", "IRFFT") or not 1 <= len(lengths) <= 3:

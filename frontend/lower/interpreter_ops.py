@@ -116,7 +116,7 @@ def probe(lw: FuncLowering, op: Op) -> None:
 @kernel("check.expect_serialized_eq")
 def expect_serialized_eq(lw: FuncLowering, op: Op) -> None:
     """Compared by the interpreter with probe ``probe_id``'s iteration ``iter``."""
-    _record(lw, op, "serialized", str(op.attr("probe_id")), int(op.attr("iter", 0) or 0))
+    _record(lw, op, "serialized", str(op.attr("probe_id")), op.int_attr("iter", 0))
 
 
 @kernel("stablehlo.outfeed")

@@ -84,7 +84,7 @@ def _hoistable(loop: Op, dot: Op, side: int, inside: set[Value],
     if xs is None:
         return None
     xshape = types.shape(xs)
-    sizes = [int(n) for n in s.attr("slice_sizes")]  # type: ignore[union-attr]
+    sizes = s.ints_attr("slice_sizes")
     short = [d for d, (n, m) in enumerate(zip(sizes, xshape, strict=True)) if n != m]
     if len(short) != 1 or sizes[short[0]] != 1 or 2 * count < xshape[short[0]] \
             or _macs(dot) * count < MIN_WORK:
@@ -161,8 +161,7 @@ def _fields(dot: Op) -> list[str]:
 
 
 def _dims(dot: Op, name: str) -> list[int]:
-    numbers = dot.attrs["dot_dimension_numbers"]
-    return [int(d) for d in numbers.get(name, [])]  # type: ignore[attr-defined]
+    return dot.struct_ints("dot_dimension_numbers", name)
 
 
 def _free(numbers: dict[str, list[int]], side: str, rank: int) -> list[int]:

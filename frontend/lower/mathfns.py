@@ -149,8 +149,8 @@ def reduce_precision(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     k = f.k
     wide = t if t in _FLOAT_BITS else "f32"
     x = k.cast(x, t, wide)
-    e = int(op.attr("exponent_bits"))  # type: ignore[arg-type]
-    m = int(op.attr("mantissa_bits"))  # type: ignore[arg-type]
+    e = op.int_attr("exponent_bits")
+    m = op.int_attr("mantissa_bits")
     result = _reduce_bits(f, x, wide, e, m)
     nan_result = x if m > 0 else k.const(float("inf"), wide)
     result = k.select(k.cmp("ne", x, x, wide), nan_result, result, wide)

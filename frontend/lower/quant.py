@@ -33,7 +33,7 @@ import ml_dtypes
 import numpy as np
 
 from frontend.ir.core import Block, Op, Value
-from frontend.ir.quant import is_quantized, storage_bounds
+from frontend.ir.quant import is_quantized, quantized_element, storage_bounds
 from frontend.ir.types import QuantizedType, TensorType, Type
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr
@@ -80,7 +80,7 @@ def _values(op: Op) -> list[Value]:
 
 def mode(op: Op) -> Mode:
     """How ``op`` is lowered, or a CompileError at ``op`` when that is not supported yet."""
-    quantized = [v.type.element for v in _values(op) if is_quantized(v.type)]  # type: ignore[attr-defined]
+    quantized = [q for v in _values(op) if (q := quantized_element(v.type)) is not None]
     if not quantized:
         return Mode.PLAIN
     if op.name in _STORAGE_OPS or op.name.startswith("check."):

@@ -106,7 +106,7 @@ def _gemm_lowering(geo: Geometry) -> Callable[..., None] | None:
     if geo.mode == "contracting":
         return _contracting_gemm
     if geo.mode == "non_contracting" and geo.lf == [geo.ragged] and \
-            prod(geo.lhs_shape[d] for d in geo.lc):
+            prod(geo.lhs_shape[d] for d in geo.lc) != 0:
         return _grouped_gemm
     return None
 
@@ -129,8 +129,9 @@ def _grouped_gemm(lw: FuncLowering, op: Op, geo: Geometry, into: tuple[int, str]
     m = geo.lhs_shape[geo.ragged]
     kk = prod(geo.lhs_shape[d] for d in geo.lc)
     n = prod(geo.rhs_shape[d] for d in geo.rf)
+    assert geo.group_dim is not None, "the non-contracting mode has a group dimension"
     a = dot.canonical(lw, lhs, geo.lb + [geo.ragged] + geo.lc, t)
-    b = dot.canonical(lw, rhs, [geo.group_dim] + geo.rb + geo.rc + geo.rf, t)  # type: ignore
+    b = dot.canonical(lw, rhs, [geo.group_dim] + geo.rb + geo.rc + geo.rf, t)
     dot.zero_fill(lw, out, t, nb * m * n)
     tiles = -(-m // TILE_ROWS) + geo.groups
     gs = lw.materialize(op.operand("group_sizes"))
@@ -238,10 +239,11 @@ def _element(k: KernelBuilder, op: Op, geo: Geometry, bufs: list[int],
     if geo.mode == "non_contracting":
         row = lhs_idx[geo.ragged]
         group, valid = sizes.group_of(row)
-        rhs_idx[geo.group_dim] = group  # type: ignore[index]
+        assert geo.group_dim is not None, "the non-contracting mode has a group dimension"
+        rhs_idx[geo.group_dim] = group
         total = _contract(k, op, geo, bufs, (lhs_idx, rhs_idx), None)
         return k.select(valid, total, zero, acc)
-    bounds = sizes.bounds(group_idx) if geo.mode == "contracting" else None
+    bounds = sizes.bounds(group_idx) if group_idx is not None else None
     return _contract(k, op, geo, bufs, (lhs_idx, rhs_idx), bounds)
 
 
@@ -385,7 +387,7 @@ def from_composite(op: Op) -> Op | None:
             or len(op.operands) != 3 or len(op.results) != 1:
         return None
     try:
-        lists = [[int(d) for d in _flat(x)] for x in numbers]
+        lists = [A.as_ints(_flat(x)) for x in numbers]
     except (TypeError, ValueError):
         return None
     fields = tuple((name, A.ListAttr(tuple(A.IntAttr(d) for d in dims)))
@@ -405,7 +407,7 @@ def from_composite(op: Op) -> Op | None:
 
 def _flat(x: object) -> list[object]:
     if hasattr(x, "tolist"):
-        x = x.tolist()  # type: ignore[union-attr]
+        x = x.tolist()
     return [y for item in x for y in _flat(item)] if isinstance(x, list) else [x]
 
 

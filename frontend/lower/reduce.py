@@ -6,6 +6,7 @@ where they are read), and every result of a variadic reduce is stored by the sam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 
 from frontend.ir.core import Op
@@ -35,7 +36,7 @@ def reduce(lw: FuncLowering, op: Op) -> None:
     if group is None and len(op.results) == 1 and lw.defer_to_epilogue(op, plan_rows):
         return
     inputs = op.operand_group("inputs")
-    dims = [int(d) for d in op.attr("dimensions")]  # type: ignore[union-attr]
+    dims = op.ints_attr("dimensions")
     in_shape = types.shape(inputs[0])
     length = prod(in_shape[d] for d in dims)
     outs = [lw.buffer_for(r) for r in op.results]
@@ -55,7 +56,7 @@ def reduce(lw: FuncLowering, op: Op) -> None:
         lw.bind(r, out)
 
 
-def _cooperates(in_shape: list[int], dims: list[int], n: int, length: int) -> bool:
+def _cooperates(in_shape: Sequence[int], dims: list[int], n: int, length: int) -> bool:
     """Whether a work-group should fold each output: long enough reductions that read
     contiguously (the innermost dimension is reduced) or have few outputs."""
     if length < COOP_MIN:
@@ -143,15 +144,13 @@ def _fold_partials(lw: FuncLowering, op: Op, partials: list[int], outs: list[int
 
 
 def _ints(op: Op, name: str, n: int, default: int) -> list[int]:
-    value = op.attr(name)
-    return [int(x) for x in value] if value is not None else [default] * n  # type: ignore
+    return op.ints_attr(name, [default] * n)
 
 
 def _padding(op: Op, n: int) -> list[tuple[int, int]]:
-    attr = op.attrs.get("padding")
-    if attr is None:
+    if "padding" not in op.attrs:
         return [(0, 0)] * n
-    array = attr.array  # type: ignore[attr-defined]
+    array = op.dense_attr("padding")
     return [(int(lo), int(hi)) for lo, hi in array.reshape(n, 2)]
 
 

@@ -72,7 +72,7 @@ def plan_rows(source: Value, readers: Callable[[Value], Readers], uses: dict[Val
     if not ENABLED or not _trailing(op) or op.results[0] in claimed:
         return None
     shape = types.shape(op.operand_group("inputs")[0])
-    rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
+    rank = len(shape) - len(op.ints_attr("dimensions"))
     kinds = {op.results[0]: _ROW}
     outstanding = {op.results[0]: uses.get(op.results[0], 0)}
     live = 1 if outstanding[op.results[0]] else 0
@@ -113,14 +113,14 @@ def _trailing(op: Op, variadic: bool = False) -> bool:
             is_quantized(r.type) for r in op.results):
         return False
     shape = types.shape(op.operand_group("inputs")[0])
-    dims = sorted(int(d) for d in op.attr("dimensions"))  # type: ignore[union-attr]
+    dims = sorted(op.ints_attr("dimensions"))
     rank = len(shape) - len(dims)
     return (bool(dims) and dims == list(range(rank, len(shape)))
             and prod(shape[rank:]) > 1 and prod(shape) > 0)
 
 
 def _joins(o: Op, mine: list[Value], kinds: dict[Value, str],
-           full: tuple[list[int], int], claimed: set[Value]) -> str | None:
+           full: tuple[tuple[int, ...], int], claimed: set[Value]) -> str | None:
     """The kind of ``o``'s result when it joins the group (reads group values ``mine``)."""
     shape, rank = full
     if len(o.results) != 1 or o.results[0] in claimed or any(
@@ -138,7 +138,7 @@ def _joins(o: Op, mine: list[Value], kinds: dict[Value, str],
         return _ROW if ok else None
     src = mine[0]
     if o.name == "stablehlo.broadcast_in_dim":
-        dims = [int(d) for d in o.attr("broadcast_dimensions")]  # type: ignore[union-attr]
+        dims = o.ints_attr("broadcast_dimensions")
         if kinds[src] == _FULL:
             return kind if dims == list(range(len(out))) and out == shape else None
         return kind if dims[:rank] == list(range(rank)) else None
@@ -148,7 +148,7 @@ def _joins(o: Op, mine: list[Value], kinds: dict[Value, str],
     return None
 
 
-def _row_shape(out: list[int], shape: list[int], rank: int) -> bool:
+def _row_shape(out: tuple[int, ...], shape: tuple[int, ...], rank: int) -> bool:
     """``out`` is the row shape padded with ones (no longer than ``shape``)."""
     return (rank <= len(out) <= len(shape) and out[:rank] == shape[:rank]
             and all(d == 1 for d in out[rank:]))
@@ -160,7 +160,7 @@ def lower_rows(lw: FuncLowering, group: RowGroup) -> None:
     shape = types.shape(first.operand_group("inputs")[0])
     rows, length = prod(shape[:group.rank]), prod(shape[group.rank:])
     out = lw.buffer_for(group.root)
-    name = f"rows_{group.root.owner.name.split('.')[-1]}"  # type: ignore[union-attr]
+    name = f"rows_{group.root.op.name.split('.')[-1]}"
     with lw.kernel(name) as (k, f):
         if length >= COOP_MIN and rows < COOP_ROWS:
             _cooperative(k, f, group, shape, out)
@@ -183,7 +183,7 @@ def fold_rows_into(lw: FuncLowering, op: Op, outs: list[int]) -> bool:
     if not ENABLED or not _trailing(op, variadic=True):
         return False
     shape = types.shape(op.operand_group("inputs")[0])
-    rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
+    rank = len(shape) - len(op.ints_attr("dimensions"))
     rows, length = prod(shape[:rank]), prod(shape[rank:])
     if rows < COOP_ROWS:
         return False
@@ -217,7 +217,7 @@ def fold_slices_into(lw: FuncLowering, op: Op, outs: list[int]) -> bool:
     if not ENABLED or not _trailing(op, variadic=True):
         return False
     shape = types.shape(op.operand_group("inputs")[0])
-    rank = len(shape) - len(op.attr("dimensions"))  # type: ignore[arg-type]
+    rank = len(shape) - len(op.ints_attr("dimensions"))
     rows, length = prod(shape[:rank]), prod(shape[rank:])
     slices = 1
     while rows * slices * 2 <= SLICES and length % (slices * 2 * UNROLL) == 0:
@@ -240,7 +240,7 @@ def fold_slices_into(lw: FuncLowering, op: Op, outs: list[int]) -> bool:
     return True
 
 
-def _per_row(k: KernelBuilder, f: Fused, group: RowGroup, sizes: tuple[list[int], int],
+def _per_row(k: KernelBuilder, f: Fused, group: RowGroup, sizes: tuple[tuple[int, ...], int],
              out: int) -> None:
     """Work-group g takes rows [g * per, + per); one work-item per row."""
     shape, per = sizes
@@ -306,7 +306,7 @@ def _combine(f: Fused, red: Op, args: list[str]) -> list[str]:
 
 
 def _write_stash(k: KernelBuilder, f: Fused, group: RowGroup,
-                 row: tuple[list[int], list[IndexExpr], IndexExpr], out: int,
+                 row: tuple[tuple[int, ...], list[IndexExpr], IndexExpr], out: int,
                  red: Op, var: str | None = None) -> None:
     """Before ``red`` folds the group's stash (a reduce input computed in the group that
     the root reads again: softmax's ``exp(x - max)``), compute the stash's row into the
@@ -327,7 +327,7 @@ def _write_stash(k: KernelBuilder, f: Fused, group: RowGroup,
 
 
 def _write_root(k: KernelBuilder, f: Fused, group: RowGroup,
-                row: tuple[list[int], list[IndexExpr], IndexExpr], out: int,
+                row: tuple[tuple[int, ...], list[IndexExpr], IndexExpr], out: int,
                 var: str | None = None) -> None:
     """Store the row's root: every element of a full-shaped root, the one element of a
     row-shaped root."""
@@ -341,7 +341,7 @@ def _write_root(k: KernelBuilder, f: Fused, group: RowGroup,
 
 
 def _row_pass(k: KernelBuilder, f: Fused, group: RowGroup,
-              row: tuple[list[int], list[IndexExpr], IndexExpr], what: tuple[Value, int],
+              row: tuple[tuple[int, ...], list[IndexExpr], IndexExpr], what: tuple[Value, int],
               var: str | None) -> None:
     """out[row, i] = v[row, i] for every position i of the row: a ``foreach`` over the
     work-group's work-items when ``var`` names its variable, else a loop."""
@@ -350,10 +350,17 @@ def _row_pass(k: KernelBuilder, f: Fused, group: RowGroup,
     rank = group.rank
     length = prod(shape[rank:])
     head = f"foreach {var} = {k.idx(0)}, {k.idx(length)} : index {{"
-    with k.loop(0, length, [], []) if var is None else k.block(head) as loop:
-        i = var if var is not None else loop.var  # type: ignore[union-attr]
+
+    def store(i: str) -> None:
         idx = [*ridx, *k.delinearize(i, shape[rank:])]
         k.store(f.value(v, idx), out, types.elem(v), prod(shape), k.iadd(k.imul(r, length), i))
+
+    if var is None:
+        with k.loop(0, length, [], []) as loop:
+            store(loop.var)
+    else:
+        with k.block(head):
+            store(var)
 
 
 def _forget(f: Fused, group: RowGroup) -> None:
@@ -363,7 +370,7 @@ def _forget(f: Fused, group: RowGroup) -> None:
     f.redirect.clear()
 
 
-def _cooperative(k: KernelBuilder, f: Fused, group: RowGroup, shape: list[int],
+def _cooperative(k: KernelBuilder, f: Fused, group: RowGroup, shape: tuple[int, ...],
                  out: int) -> None:
     """Work-group g takes row g: each reduce folds the row cooperatively
     (``reduce_coop.fold_into_local``); every work-item reads the row's value back."""

@@ -87,7 +87,7 @@ def reduce_window(lw: FuncLowering, op: Op) -> None:
     outs = [lw.buffer_for(r) for r in roots]
     out_shape = types.shape(op.results[0])
     name = "reduce_window" + ("" if epilogue is None
-                              else "_" + roots[0].owner.name.split(".")[-1])  # type: ignore
+                              else "_" + roots[0].op.name.split(".")[-1])
     with lw.kernel(name) as (k, f):
         with k.elements_nd(out_shape) as oidx:
             if prod(attrs.window) <= _unroll_limit(op):
@@ -157,9 +157,9 @@ def _fold_taps(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs, oidx: list[Inde
             xs = init
         else:
             xs = [f.value(v, src) for v in inputs]
-            real = [c for c in conds if c is not True]
+            real = [c for c in conds if isinstance(c, str)]
             if real:
-                ok = all_of(k, real)  # type: ignore[arg-type]
+                ok = all_of(k, real)
                 xs = [k.select(ok, x, i, types.elem(v))
                       for x, i, v in zip(xs, init, inputs, strict=True)]
         with k.scope():  # the body once per tap, not memoized across taps
@@ -184,10 +184,8 @@ def _looped(k: KernelBuilder, f: Fused, op: Op, attrs: Attrs,
         ok: str | bool = True
         for d, w in zip(looped, widx, strict=True):
             at[d], real = _loop_tap(k, attrs, d, (oidx[d], w), in_shape[d])
-            if ok is False or real is False or ok is True:
-                ok = ok and real
-            else:
-                ok = k.arith("and", ok, real, "i1")  # type: ignore[arg-type]
+            if real is not True and ok is not False:
+                ok = real if ok is True or real is False else k.arith("and", ok, real, "i1")
         f.bound.clear()
         loop.yields = _fold_taps(k, f, op, attrs, oidx, (at, ok), loop.carried)
     return loop.results

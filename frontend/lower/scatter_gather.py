@@ -7,8 +7,10 @@ scalars, converted to ``index`` and clamped (gather, dynamic_*) or bounds-checke
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 
+from frontend.ir.attrs import StructAttr, as_int
 from frontend.ir.core import Op, Value
 from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, num_groups
@@ -31,11 +33,11 @@ def _start_index(f: Fused, indices: Value, batch: list[IndexExpr], ivd: int) -> 
 
 
 def _field(op: Op, attr: str, name: str) -> list[int]:
-    return [int(x) for x in op.attrs[attr].get(name, [])]  # type: ignore[attr-defined]
+    return op.struct_ints(attr, name)
 
 
 def _ivd(op: Op, attr: str) -> int:
-    return int(op.attrs[attr].get("index_vector_dim", 0))  # type: ignore[attr-defined,arg-type]
+    return as_int(op.attr_of(attr, StructAttr).get("index_vector_dim", 0))
 
 
 def _batch_pos(d_start: int, ivd: int) -> int:
@@ -51,7 +53,7 @@ def gather(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     start_map = _field(op, a, "start_index_map")
     obd, sibd = _field(op, a, "operand_batching_dims"), _field(op, a, "start_indices_batching_dims")
     ivd = _ivd(op, a)
-    sizes = [int(s) for s in op.attr("slice_sizes")]  # type: ignore[union-attr]
+    sizes = op.ints_attr("slice_sizes")
     oshape = types.shape(operand)
     k = f.k
     batch = [idx[d] for d in range(len(idx)) if d not in offset_dims]
@@ -80,7 +82,7 @@ def _dynamic_starts(f: Fused, op: Op, sizes: list[int]) -> list[str]:
 @elemental("stablehlo.dynamic_slice")
 def dynamic_slice(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """operand[clamped start + idx]."""
-    starts = _dynamic_starts(f, op, [int(s) for s in op.attr("slice_sizes")])  # type: ignore
+    starts = _dynamic_starts(f, op, op.ints_attr("slice_sizes"))
     return f.value(op.operand("operand"),
                    [f.k.iadd(s, i) for s, i in zip(starts, idx, strict=True)])
 
@@ -337,7 +339,7 @@ def _combine(f: Fused, op: Op, outs: list[int], at: IndexExpr,
         k.store(value, out, t, n, at)
 
 
-def _in_bounds(k: KernelBuilder, idx: list[IndexExpr], shape: tuple[int, ...]) -> str:
+def _in_bounds(k: KernelBuilder, idx: list[IndexExpr], shape: Sequence[int]) -> str:
     ok = k.const(True, "i1")
     for e, n in zip(idx, shape, strict=True):
         x = k.idx(e)
@@ -429,7 +431,10 @@ def _gathered_select_and_scatter(lw: FuncLowering, op: Op, out: int,
 
                     return k.branch(hit, t, apply, lambda: acc)
 
-                loop.yields = [k.branch(ok, t, combine, lambda acc=acc: acc)]
+                def keep(acc: str = acc) -> str:
+                    return acc
+
+                loop.yields = [k.branch(ok, t, combine, keep)]
             k.store(loop.results[0], out, t, n, i)
     lw.launch_last(_groups(n))
 

@@ -58,7 +58,7 @@ Source = Callable[[Fused, list[IndexExpr]], str]
 def sort(lw: FuncLowering, op: Op) -> None:
     """Sort every row along ``dimension`` by the comparator region."""
     shape = types.shape(op.results[0])
-    dim = int(op.attr("dimension"))  # type: ignore[arg-type]
+    dim = op.int_attr("dimension")
     rows = Rows(shape, dim + len(shape) if dim < 0 else dim)
     sources = [_operand(v) for v in op.operands]
     outs = sort_rows(lw, rows, [types.elem(r) for r in op.results], sources, _comparator(op))
@@ -370,7 +370,7 @@ def top_k(lw: FuncLowering, op: Op) -> None:
     from frontend.lower import top_k as streamed
 
     operand = op.operand("operand")
-    if int(op.attr("k")) <= streamed.MAX_K:  # type: ignore[arg-type]
+    if op.int_attr("k") <= streamed.MAX_K:
         streamed.streamed_top_k(lw, op, _operand(operand))
         return
     shape = types.shape(operand)

@@ -57,7 +57,7 @@ def streamed_top_k(lw: FuncLowering, op: Op, source: Source) -> None:
     operand = op.operand("operand")
     shape = types.shape(operand)
     rows = Rows(shape, len(shape) - 1)
-    kk = int(op.attr("k"))  # type: ignore[arg-type]
+    kk = op.int_attr("k")
     outs = [lw.buffer_for(r) for r in op.results]
     if rows.count and kk:
         with lw.kernel("top_k") as (k, f):

@@ -86,7 +86,7 @@ def elem(value: Value, loc: Loc | None = None) -> str:
 
 def shape(value: Value) -> tuple[int, ...]:
     """The static row-major shape of ``value``."""
-    return tuple(int(d) for d in tensor_of(value.type, value.loc).shape)  # type: ignore[arg-type]
+    return tensor_of(value.type, value.loc).static_shape
 
 
 def size(value: Value) -> int:
