@@ -3,7 +3,9 @@
 An :class:`Instruction` is generic: its :class:`~tensorlang.ir.ops.OpDef` (from the
 one table in ``ops.py``) says which named operands, attributes, results and regions
 it has.  Operands are accessed by name (``inst.operand("A")`` or ``inst.A``),
-attributes likewise (``inst.attr("trans_a")`` or ``inst.trans_a``).
+attributes likewise (``inst.attr("trans_a")`` or ``inst.trans_a``); typed code uses
+``inst.single("A")``, ``inst.variadic("indices")``, ``inst.optional("step")`` and
+``inst.attr_of("type", MemRefType)``.
 
 Values have identity semantics; their ``name`` is only a hint kept for printing.
 """
@@ -12,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tensorlang.diagnostics import UNKNOWN_LOC, Loc
-from tensorlang.ir.types import Type
+from tensorlang.ir.types import MemRefType, ScalarType, Type
 
 if TYPE_CHECKING:
     from tensorlang.ir.ops import OpDef
+
+T = TypeVar("T")
 
 
 class Value:
@@ -35,6 +39,18 @@ class Value:
 
     def __repr__(self) -> str:
         return f"Value(%{self.name or '?'}: {self.type})"
+
+    @property
+    def memref_type(self) -> MemRefType:
+        """The type of a value the verifier knows to be a memref."""
+        assert isinstance(self.type, MemRefType), f"{self!r} is not a memref"
+        return self.type
+
+    @property
+    def scalar_type(self) -> ScalarType:
+        """The type of a value the verifier knows to be a scalar."""
+        assert isinstance(self.type, ScalarType), f"{self!r} is not a scalar"
+        return self.type
 
 
 OperandSlot = "Value | list[Value] | None"
@@ -74,6 +90,34 @@ class Instruction:
     def attr(self, name: str) -> Any:
         """The attribute ``name``."""
         return self.attrs[name]
+
+    # Typed access (the parser and verifier guarantee the shapes of the slots, so a
+    # mismatch is a compiler bug).  The names avoid every operand and attribute name of
+    # the table, which ``inst.<name>`` reaches through ``__getattr__``.
+
+    def single(self, name: str) -> Value:
+        """The operand ``name`` of arity one."""
+        slot = self.operands[name]
+        assert isinstance(slot, Value), f"{self.name}: operand {name!r} is not one value"
+        return slot
+
+    def variadic(self, name: str) -> list[Value]:
+        """The variadic operand ``name``."""
+        slot = self.operands[name]
+        assert isinstance(slot, list), f"{self.name}: operand {name!r} is not variadic"
+        return slot
+
+    def optional(self, name: str) -> Value | None:
+        """The optional operand ``name`` (None when absent)."""
+        slot = self.operands[name]
+        assert slot is None or isinstance(slot, Value), f"{self.name}: operand {name!r}"
+        return slot
+
+    def attr_of(self, name: str, kind: type[T]) -> T:
+        """The attribute ``name``, which must be a ``kind``."""
+        value = self.attrs[name]
+        assert isinstance(value, kind), f"{self.name}: attribute {name!r} is {value!r}"
+        return value
 
     def __getattr__(self, name: str) -> Any:
         # Named access to operands and attributes: ``inst.A``, ``inst.trans_a``.

@@ -20,8 +20,6 @@ View rules (spec/tensor-language.rst):
 
 from __future__ import annotations
 
-from math import prod
-
 from tensorlang.diagnostics import CompileError, Loc
 from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import MATH_FNS, Slice
@@ -36,6 +34,7 @@ from tensorlang.ir.types import (
     Type,
     complex_part,
     dim_str,
+    known_product,
 )
 
 _INDEX_RESULT = ("group_id", "group_size", "size")
@@ -169,10 +168,10 @@ def expand_type(t: MemRefType, mode: int, shape: tuple[Dim, ...], loc: Loc) -> M
     if len(shape) < 2:
         raise CompileError.at(loc, f"expand: the expand shape needs at least two modes, "
                               f"got {len(shape)}")
-    size = t.shape[mode]
-    if None not in shape and size is not None and prod(shape) != size:
+    size, total = t.shape[mode], known_product(shape)
+    if total is not None and size is not None and total != size:
         raise CompileError.at(loc, f"expand: the expand shape {_shape(shape)} has "
-                              f"{prod(shape)} elements but mode {mode} of {t} has size {size} "
+                              f"{total} elements but mode {mode} of {t} has size {size} "
                               "(the product of the expand shape must equal the mode size)")
     strides: list[Dim] = []
     stride = t.strides[mode]
@@ -195,12 +194,13 @@ def fuse_type(t: MemRefType, first: int, last: int, loc: Loc) -> MemRefType:
                               f"(0 <= from < to < order = {t.order})")
     for k in range(first, last):
         stride, extent, following = t.strides[k], t.shape[k], t.strides[k + 1]
-        if None not in (stride, extent, following) and stride * extent != following:
+        if stride is not None and extent is not None and following is not None \
+                and stride * extent != following:
             raise CompileError.at(loc, f"fuse: modes {k} and {k + 1} of {t} cannot be fused "
                                   f"(S{k + 1} * s{k + 1} = {stride} * {extent} must equal "
                                   f"S{k + 2} = {following})")
     fused = t.shape[first:last + 1]
-    size = None if None in fused else prod(fused)
+    size = known_product(fused)
     return MemRefType(t.element, t.shape[:first] + (size,) + t.shape[last + 1:],
                       t.strides[:first + 1] + t.strides[last + 1:], t.addrspace)
 

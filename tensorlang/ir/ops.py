@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypedDict
 
 from tensorlang.ir.types import Dim
 from tensorlang.shared import Shared
@@ -231,13 +232,25 @@ _ATOMIC = ("atomic", "bool: update the output atomically")
 _TRANS_A = ("trans_a", "Transpose: op(A)")
 _BLAS5 = _ops("alpha", "A", "B", "beta", "C")
 _BLAS4 = _ops("alpha", "A", "beta", "B")
-_SCALAR = {"results": 1, "pure": True, "hoistable": True}
+class _Traits(TypedDict, total=False):
+    """Keyword arguments of :class:`OpDef` shared by several entries."""
+
+    results: int
+    blas: bool
+    pure: bool
+    view: bool
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    hoistable: bool
+
+
+_SCALAR: _Traits = {"results": 1, "pure": True, "hoistable": True}
 """A scalar computation: one result, no effect, movable out of loops."""
-_QUERY = {"results": 1, "pure": True}
+_QUERY: _Traits = {"results": 1, "pure": True}
 """A query of the launch or a memref: one result, no effect."""
-_VIEW = {"results": 1, "pure": True, "view": True}
-_UPDATE5 = {"blas": True, "reads": ("A", "B", "C"), "writes": ("C",)}
-_UPDATE4 = {"blas": True, "reads": ("A", "B"), "writes": ("B",)}
+_VIEW: _Traits = {"results": 1, "pure": True, "view": True}
+_UPDATE5: _Traits = {"blas": True, "reads": ("A", "B", "C"), "writes": ("C",)}
+_UPDATE4: _Traits = {"blas": True, "reads": ("A", "B"), "writes": ("B",)}
 
 OPS: dict[str, OpDef] = {
     op.name: op
@@ -308,8 +321,8 @@ OPS: dict[str, OpDef] = {
                        RegionDef("else", RegionKind.INHERIT, optional=True))),
         OpDef("load", Exec.MIXED, "Load an element of a memref, or a memref of a group.",
               (OperandDef("operand"), OperandDef("indices", Arity.VARIADIC)),
-              (("type", "MemRefType | GroupType: operand"),), **_VIEW, reads=("operand",),
-              hoistable=True),
+              (("type", "MemRefType | GroupType: operand"),), results=1, pure=True, view=True,
+              reads=("operand",), hoistable=True),
         OpDef("num_subgroups", Exec.MIXED, "The number of subgroups (i32).", **_QUERY),
         OpDef("for", Exec.MIXED,
               "Sequential loop over [from, to) with optional step and loop-carried values.",

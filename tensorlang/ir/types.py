@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from math import prod
 
 from tensorlang.shared import Shared
 
@@ -22,6 +23,12 @@ DYNAMIC: None = None
 def dim_str(d: Dim) -> str:
     """A mode size or stride as the reference writes it."""
     return "?" if d is None else str(d)
+
+
+def known_product(dims: tuple[Dim, ...]) -> int | None:
+    """The product of ``dims``, or None when one is dynamic."""
+    known = [d for d in dims if d is not None]
+    return prod(known) if len(known) == len(dims) else None
 
 
 class ScalarKind(Enum):

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from tensorlang.ir.core import Instruction, Program, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond, Transpose
-from tensorlang.ir.types import INDEX, MemRefType, ScalarType
+from tensorlang.ir.types import INDEX, MemRefType
 from tensorlang.passes.manager import Pass
 from tensorlang.passes.rewrite import InstructionBuilder
 from tensorlang.schedule.affine import Symbols
@@ -156,8 +156,8 @@ def _as_loop(inst: Instruction) -> list[Instruction] | None:
 def as_foreach(inst: Instruction) -> list[Instruction]:
     """An ``axpby``/``hadamard_product`` as ``[...prelude, foreach]`` over its output."""
     b = InstructionBuilder(inst.loc)
-    out: Value = inst.operand(inst.op.output)
-    t: MemRefType = out.type
+    out = inst.single(inst.op.output)
+    t = out.memref_type
     sizes = [b.size(out, m) for m in range(t.order)]
     zero = b.const(0, INDEX)
     args = [Value(INDEX, f"i{m}" if t.order > 1 else "i", inst.loc) for m in range(t.order)]
@@ -178,7 +178,7 @@ def _term(b: InstructionBuilder, inst: Instruction, idx: list[Value]) -> Value:
     a: Value = inst.operand("A")
     if inst.name == "hadamard_product":
         return b.arith(ArithOp.MUL, b.load(a, idx), b.load(inst.operand("B"), idx))
-    transposed = inst.attrs.get("trans_a") is Transpose.T and a.type.order == 2
+    transposed = inst.attrs.get("trans_a") is Transpose.T and a.memref_type.order == 2
     return b.load(a, idx[::-1] if transposed else idx)
 
 
@@ -190,7 +190,7 @@ def _plus_beta_out(b: InstructionBuilder, beta: Value, value: Value, out: Value,
         return value
     if known is not None and complex(known) == 1:
         return b.arith(ArithOp.ADD, value, b.load(out, idx))
-    t: ScalarType = value.type
+    t = value.scalar_type
     zero = b.const(0.0 if t.is_float else 0, t)
     is_zero = b.one("cmp", {"a": beta, "b": zero}, {"cond": CmpCond.EQ, "type": t})
     with b.region([]) as then:
@@ -201,7 +201,7 @@ def _plus_beta_out(b: InstructionBuilder, beta: Value, value: Value, out: Value,
     return b.op("if", {"cond": is_zero}, {"result_types": (t,)}, [then, other])[0]
 
 
-def _constant(value: Value) -> object | None:
+def _constant(value: Value) -> int | float | complex | None:
     owner = value.owner
     if isinstance(owner, Instruction) and owner.name == "constant":
         return owner.attr("value")

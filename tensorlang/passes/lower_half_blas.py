@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from tensorlang.ir.core import Instruction, Program, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond, Transpose
-from tensorlang.ir.types import F32, INDEX, MemRefType, ScalarType
+from tensorlang.ir.types import F32, INDEX, ScalarType
 from tensorlang.passes.manager import Pass
 from tensorlang.passes.rewrite import InstructionBuilder
 
@@ -143,7 +143,7 @@ def _lower(inst: Instruction) -> list[Instruction]:
     alpha, beta = b.to_f32(inst.operand("alpha")), b.to_f32(inst.operand("beta"))
     beta_zero = b.one("cmp", {"a": beta, "b": b.const(0.0, F32)},
                       {"cond": CmpCond.EQ, "type": F32})
-    t: MemRefType = out.type
+    t = out.memref_type
     sizes = [b.size(out, m) for m in range(t.order)] or [b.const(1, INDEX)]
     lows = [b.const(0, INDEX) for _ in sizes]
     args = [Value(INDEX, f"i{m}", b.loc) for m in range(len(sizes))]

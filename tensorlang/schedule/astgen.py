@@ -16,8 +16,9 @@ _BINARY = {
     isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-",
     isl.ast_expr_op_type.mul: "*", isl.ast_expr_op_type.div: "/",
     isl.ast_expr_op_type.pdiv_q: "/", isl.ast_expr_op_type.pdiv_r: "%",
-    isl.ast_expr_op_type.zdiv_r: "%", isl.ast_expr_op_type.and_: "&&",
-    isl.ast_expr_op_type.and_then: "&&", isl.ast_expr_op_type.or_: "||",
+    # islpy's stubs lack the and_/or_ (and for_/if_ below) spellings of its enums
+    isl.ast_expr_op_type.zdiv_r: "%", isl.ast_expr_op_type.and_: "&&",  # type: ignore[attr-defined]
+    isl.ast_expr_op_type.and_then: "&&", isl.ast_expr_op_type.or_: "||",  # type: ignore[attr-defined]
     isl.ast_expr_op_type.or_else: "||", isl.ast_expr_op_type.eq: "==",
     isl.ast_expr_op_type.le: "<=", isl.ast_expr_op_type.lt: "<",
     isl.ast_expr_op_type.ge: ">=", isl.ast_expr_op_type.gt: ">",
@@ -49,9 +50,9 @@ def generate(schedule: isl.Map | isl.UnionMap, context: isl.Set,
 def convert(node: isl.AstNode) -> Node:
     """An isl AST node as a loop tree."""
     kind = node.get_type()
-    if kind == isl.ast_node_type.for_:
+    if kind == isl.ast_node_type.for_:  # type: ignore[attr-defined]
         return _for(node)
-    if kind == isl.ast_node_type.if_:
+    if kind == isl.ast_node_type.if_:  # type: ignore[attr-defined]
         orelse = convert(node.if_get_else_node()) if node.if_has_else_node() else None
         return If(expr(node.if_get_cond()), convert(node.if_get_then_node()), orelse)
     if kind == isl.ast_node_type.block:
@@ -95,7 +96,7 @@ def expr(e: isl.AstExpr) -> str:
         return e.get_id().get_name()
     if kind == isl.ast_expr_type.int:
         return str(e.get_val().to_python())
-    op = e.get_op_type()
+    op = isl.ast_expr_op_type(e.get_op_type())  # the stubs say int
     args = [expr(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
     if op in _BINARY:
         return f"{_paren(args[0])} {_BINARY[op]} {_paren(args[1])}"

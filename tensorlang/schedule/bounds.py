@@ -75,8 +75,8 @@ def _restrict(touched: isl.Set, where: isl.Set) -> isl.Set:
 def check(inst: Instruction, syms: Symbols) -> Verdict | None:
     """The verdict for a subview, load or store of a memref (None for other instructions)."""
     operand = inst.operands.get("operand")
-    if inst.name not in ("subview", "load", "store") or \
-            not isinstance(getattr(operand, "type", None), MemRefType):
+    if inst.name not in ("subview", "load", "store") or not isinstance(operand, Value) \
+            or not isinstance(operand.type, MemRefType):
         return None
     if inst.name == "subview":
         v = view(inst.result, syms)
@@ -118,7 +118,7 @@ def operation_budget(operations: int = ISL_OPERATIONS) -> Iterator[None]:
 
 
 def _params(s: isl.Set) -> list[str]:
-    return s.get_var_names(isl.dim_type.param)
+    return space.param_names(s)
 
 
 # -- facts: what holds where an instruction runs --------------------------------------------

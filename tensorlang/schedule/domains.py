@@ -104,13 +104,18 @@ def _output(inst: Instruction, v: View, idx: tuple[str, ...]) -> list[Access]:
 def _contraction(inst: Instruction, syms: Symbols) -> Statement:
     A, B, C = (view(inst.operand(x), syms) for x in "ABC")
     trans_a = inst.attrs.get("trans_a")
+    dims: tuple[str, ...]
+    sizes: tuple[str, ...]
+    a_idx: tuple[str, ...]
+    b_idx: tuple[str, ...]
+    c_idx: tuple[str, ...]
     if inst.name == "gemm":
         dims = ("i", "j", "k")
         k = A.sizes[1] if trans_a is not Transpose.T else A.sizes[0]
         sizes = (C.sizes[0], C.sizes[1], k)
         a_idx = _op_index(trans_a, "i", "k")
         b_idx = _op_index(inst.attrs.get("trans_b"), "k", "j")
-        c_idx: tuple[str, ...] = ("i", "j")
+        c_idx = ("i", "j")
     elif inst.name == "gemv":
         dims = ("i", "k")
         sizes = (C.sizes[0], A.sizes[1] if trans_a is not Transpose.T else A.sizes[0])
@@ -126,6 +131,8 @@ def _elementwise(inst: Instruction, syms: Symbols) -> Statement:
     out = view(inst.operand(inst.op.output), syms)
     A = view(inst.operand("A"), syms)
     trans_a = inst.attrs.get("trans_a")
+    dims: tuple[str, ...]
+    a_idx: tuple[str, ...]
     if inst.name == "sum":
         dims = ("k",) if A.rank == 1 else ("i", "k")
         a_idx = ("k",) if A.rank == 1 else _op_index(trans_a, "i", "k")

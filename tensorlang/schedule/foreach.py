@@ -140,13 +140,18 @@ def depth(stmt: Statement, dist: Distribution) -> int:
 def parameters(stmt: Statement) -> list[str]:
     """The isl parameters of ``stmt``'s domain (what :func:`foreach_loops` may rename)."""
     domain = stmt.domain()
-    return [domain.get_dim_name(isl.dim_type.param, k)
+    return [_named(domain.get_dim_name(isl.dim_type.param, k))
             for k in range(domain.dim(isl.dim_type.param))]
+
+
+def _named(name: str | None) -> str:
+    assert name is not None, "tlc names every isl parameter"
+    return name
 
 
 def _rename(sched: isl.Map, names: Mapping[str, str]) -> isl.Map:
     for pos in range(sched.dim(isl.dim_type.param)):
         name = sched.get_dim_name(isl.dim_type.param, pos)
-        if name in names:
+        if name is not None and name in names:
             sched = sched.set_dim_name(isl.dim_type.param, pos, names[name])
     return sched

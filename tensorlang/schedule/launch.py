@@ -24,7 +24,7 @@ import islpy as isl
 
 from tensorlang.ir.core import Function, Instruction, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond
-from tensorlang.ir.types import GroupType, MemRefType
+from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 from tensorlang.schedule import space
 from tensorlang.schedule.affine import Symbols, affine
 from tensorlang.schedule.bounds import facts, operation_budget
@@ -266,7 +266,8 @@ class _Analysis:
             return "opaque"
         if value in self.args:
             t = value.type
-            return "host" if getattr(t, "is_int", False) and not t.is_bool else "opaque"
+            return "host" if isinstance(t, ScalarType) and t.is_int and not t.is_bool \
+                else "opaque"
         owner = value.owner
         if isinstance(owner, Instruction):
             if owner.name == "group_id":
@@ -285,7 +286,7 @@ class _Analysis:
             root, mode = self.syms.sizes[name]
             if root in self.args:
                 return Quantity("size", self.args[root], mode)
-            return Quantity("msize", self.args[root.owner.operand("operand")], mode)
+            return Quantity("msize", self.args[_view_operand(root)], mode)
         value = self.syms.values[name]
         if value in self.args:
             return Quantity("scalar", self.args[value])
@@ -323,7 +324,7 @@ class _Analysis:
             return _subview(inst, self._view(inst.operand("operand")), self.syms)
         if isinstance(inst, Instruction) and inst.name == "load" and \
                 isinstance(inst.operand("operand").type, GroupType):
-            t = value.type
+            t = value.memref_type
             return View(value, t.order, t.order, _sizes(value, t, self.syms),
                         tuple(f"@{d}@" for d in range(t.order)))
         if isinstance(inst, Instruction) and inst.name in ("fuse", "expand"):
@@ -409,8 +410,15 @@ def _what(inst: Instruction) -> str:
     return f"{inst.name}{where}"
 
 
+def _view_operand(value: Value) -> Value:
+    """The operand of the view instruction that defines ``value``."""
+    inst = value.owner
+    assert isinstance(inst, Instruction), f"{value!r} is not the result of a view"
+    return inst.single("operand")
+
+
 def _param_names(s: isl.Set) -> list[str]:
-    return s.get_var_names(isl.dim_type.param)
+    return space.param_names(s)
 
 
 def _union(a: isl.Set, b: isl.Set) -> isl.Set:

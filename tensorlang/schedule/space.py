@@ -55,6 +55,13 @@ def context(constraints: Iterable[str]) -> isl.Set:
     return isl.Set(f"{prefix}{{ : {body} }}")
 
 
+def param_names(s: isl.Set) -> list[str]:
+    """The names of ``s``'s parameters (tlc names every one)."""
+    names = s.get_var_names(isl.dim_type.param)
+    assert None not in names, names
+    return [n for n in names if n is not None]
+
+
 def _is_tuple_name(name: str, text: str) -> bool:
     return re.search(rf"\b{name}\[", text) is not None
 

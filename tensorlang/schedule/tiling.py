@@ -24,10 +24,14 @@ work-items (:func:`distributed`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tensorlang.schedule import space
 from tensorlang.schedule.astgen import generate
 from tensorlang.schedule.loops import Node
+
+if TYPE_CHECKING:
+    import islpy as isl
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ def contraction_loops(shape: TileShape, m: str, n: str) -> ContractionLoops:
 
 
 def block_domains(shape: TileShape, m: str, n: str,
-                  tuple_: str = "Blk[m0, n0]") -> tuple[object, object]:
+                  tuple_: str = "Blk[m0, n0]") -> tuple[isl.Set, isl.Set]:
     """(full, edge) sets of block origins ``Blk[m0, n0]`` of one work-item.
 
     With ``tuple_`` ``Blk[n0]`` (or ``Blk[m0]``) the other origin is a parameter: the
@@ -204,7 +208,7 @@ def _work_item_bounds(shape: TileShape) -> list[str]:
             f"0 <= ly < {wgy}" if wgy > 1 else "ly = 0"]
 
 
-def _work_item_context(shape: TileShape, extra: list[str]) -> object:
+def _work_item_context(shape: TileShape, extra: list[str]) -> isl.Set:
     return space.context([*_work_item_bounds(shape), *extra])
 
 

@@ -57,7 +57,7 @@ def view(value: Value, syms: Symbols) -> View:
 
 def _memref(value: Value) -> MemRefType:
     t = value.type
-    return t.memref if isinstance(t, GroupType) else t
+    return t.memref if isinstance(t, GroupType) else value.memref_type
 
 
 def _root_rank(value: Value) -> int:

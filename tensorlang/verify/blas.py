@@ -56,15 +56,15 @@ def _agree(inst: Instruction, rule: str, a: tuple[str, tuple[Dim, ...], int],
 def _check_types(inst: Instruction, elem_rule: str, scalar_rule: str,
                  memrefs: tuple[str, ...]) -> None:
     out_name = memrefs[-1]
-    out: Value = inst.operand(out_name)
-    elem = out.type.element
+    out = inst.single(out_name)
+    elem = out.memref_type.element
     if elem.is_bool:
         raise fail(inst, elem_rule, f"{out_name} has element type i1; BLAS instructions need "
                    "a numeric element type", out)
     for name in memrefs[:-1]:
-        value: Value = inst.operand(name)
-        if value.type.element != elem:
-            raise fail(inst, elem_rule, f"{name} has element type {value.type.element} but "
+        value = inst.single(name)
+        if value.memref_type.element != elem:
+            raise fail(inst, elem_rule, f"{name} has element type {value.memref_type.element} but "
                        f"{out_name} has {elem} (element types must be equal)", value, out)
     for name in ("alpha", "beta"):
         _check_scalar(inst, scalar_rule, name, elem)
@@ -83,7 +83,7 @@ def _check_atomic(inst: Instruction, elem: ScalarType) -> None:
         owner = beta.owner
         known = owner.attrs.get("value") if isinstance(owner, Instruction) and \
             owner.name == "constant" else None
-        if known is None or complex(known) not in (0, 1):  # type: ignore[arg-type]
+        if known is None or complex(known) not in (0, 1):
             raise fail(inst.loc, "", f"{inst.name}.atomic on c64 needs beta to be the "
                        "constant 0 or 1 (a c64 update is two f64 atomics)", beta)
 

@@ -10,22 +10,38 @@ from __future__ import annotations
 from math import prod
 
 from tensorlang.ir.core import Instruction, Value
-from tensorlang.ir.types import INDEX, AddressSpace, GroupType, MemRefType, Type
+from tensorlang.ir.types import INDEX, AddressSpace, GroupType, MemRefType
 from tensorlang.verify.errors import fail, shape_str, value_name
 from tensorlang.verify.scalar import expect_result, expect_type
 
 
-def _declared(inst: Instruction, kinds: tuple[type, ...] = (MemRefType,)) -> Type:
-    """C1: the operand has the type written after ':' and it is a memref (or group)."""
-    value: Value = inst.operand("operand")
+def _declared(inst: Instruction) -> MemRefType:
+    """C1: the operand has the type written after ':' and it is a memref."""
+    declared = _declared_any(inst)
+    if not isinstance(declared, MemRefType):
+        value = inst.single("operand")
+        raise fail(inst, "C1", f"{value_name(value)} must have memref type, got {declared}",
+                   value)
+    return declared
+
+
+def _declared_or_group(inst: Instruction) -> MemRefType | GroupType:
+    """C1: the operand has the type written after ':' and it is a memref or group."""
+    declared = _declared_any(inst)
+    if not isinstance(declared, (MemRefType, GroupType)):
+        value = inst.single("operand")
+        raise fail(inst, "C1", f"{value_name(value)} must have memref or group type, got "
+                   f"{declared}", value)
+    return declared
+
+
+def _declared_any(inst: Instruction) -> object:
+    """C1: the operand has the type written after ':'."""
+    value = inst.single("operand")
     declared = inst.attr("type")
     if value.type != declared:
         raise fail(inst, "C1", f"{value_name(value)} has type {value.type} but the instruction "
                    f"says {declared}", value)
-    if not isinstance(declared, kinds):
-        wanted = " or ".join("memref" if k is MemRefType else "group" for k in kinds)
-        raise fail(inst, "C1", f"{value_name(value)} must have {wanted} type, got {declared}",
-                   value)
     return declared
 
 
@@ -57,7 +73,7 @@ def _as_local(t: MemRefType) -> str:
 
 def check_load(inst: Instruction) -> None:
     """load: C1 declared type, C2 index count, C3 index types, C4 result type."""
-    t = _declared(inst, (MemRefType, GroupType))
+    t = _declared_or_group(inst)
     indices: list[Value] = inst.operand("indices")
     if isinstance(t, GroupType):
         expected, needs = 1, "a group takes one index"
@@ -172,7 +188,7 @@ def check_fuse(inst: Instruction) -> None:
                    f"= {t.order}", inst.operand("operand"))
     for k in range(first, last):
         stride, size, following = t.strides[k], t.shape[k], t.strides[k + 1]
-        if None in (stride, size, following) or stride * size == following:
+        if stride is None or size is None or following is None or stride * size == following:
             continue
         raise fail(inst, "C3", f"modes {k} and {k + 1} cannot be fused: S{k + 1} * s{k + 1} = "
                    f"{stride} * {size} = {stride * size} but S{k + 2} = {following}",
