@@ -71,8 +71,10 @@ def print_reduce_precision(op: Op, pr: Printer) -> str:
     """The pretty ``reduce_precision`` syntax after the op name."""
     fmt = f"e{op.attr('exponent_bits')}m{op.attr('mantissa_bits')}"
     used = {"exponent_bits", "mantissa_bits"}
+    opdef = op.opdef
+    assert opdef is not None
     return glue([pr.name(op.operands[0]), ",", "format", "=", fmt, attr_dict(op, used),
-                 formats.type_suffix(op, op.opdef)])
+                 formats.type_suffix(op, opdef)])
 
 
 def parse_call(p: Parser, opdef: OpDef, loc: Loc) -> Op:
@@ -110,7 +112,7 @@ def parse_custom_call(p: Parser, opdef: OpDef, loc: Loc) -> Op:
 
 def print_custom_call(op: Op, pr: Printer) -> str:
     """The pretty ``custom_call`` syntax after the op name."""
-    target = op.attrs["call_target_name"].py
+    target = op.str_attr("call_target_name")
     args = ", ".join(map(pr.name, op.operands))
     sym = target if target.replace("_", "a").replace(".", "a").isalnum() else f'"{target}"'
     return glue([f"@{sym}({args})", attr_dict(op, {"call_target_name"}), ftype(op)])
@@ -252,10 +254,13 @@ def _struct_body(p: Parser, name: str) -> A.StructAttr:
 def print_dot_general(op: Op, pr: Printer) -> str:
     """The pretty ``dot_general`` syntax after the op name."""
     dn = op.attrs["dot_dimension_numbers"]
-    get = dn.get if isinstance(dn, A.StructAttr) else (lambda k, d=(): d)
+
+    def get(name: str) -> list[int]:
+        return A.as_ints(dn.get(name, [])) if isinstance(dn, A.StructAttr) else []
+
     parts = [pr.name(op.operands[0]), ",", pr.name(op.operands[1])]
     for kind in ("batching", "contracting"):
-        lhs, rhs = get(f"lhs_{kind}_dimensions", []), get(f"rhs_{kind}_dimensions", [])
+        lhs, rhs = get(f"lhs_{kind}_dimensions"), get(f"rhs_{kind}_dimensions")
         if lhs or rhs or kind == "contracting":
             parts += [",", f"{kind}_dims = {ints(lhs)} x {ints(rhs)}"]
     used = {"dot_dimension_numbers"}
@@ -265,7 +270,7 @@ def print_dot_general(op: Op, pr: Printer) -> str:
                   formats.print_attr_value("precision_config", op.attrs["precision_config"])]
     if isinstance(op.attrs.get("algorithm"), A.StructAttr):
         used.add("algorithm")
-        alg = op.attrs["algorithm"]
+        alg = op.attr_of("algorithm", A.StructAttr)
         parts += [",", "algorithm = <" + ", ".join(f"{k} = {v}" for k, v in alg.fields) + ">"]
     return glue([*parts, attr_dict(op, used), ftype(op)])
 

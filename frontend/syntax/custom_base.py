@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from frontend.ir.core import Op
@@ -30,6 +31,6 @@ def ftype(op: Op) -> str:
     return f": ({ins}) -> {format_results(op.result_types)}"
 
 
-def ints(values: object) -> str:
+def ints(values: Iterable[object]) -> str:
     """``[1, 2, 3]``."""
-    return "[" + ", ".join(map(str, values)) + "]"  # type: ignore[call-overload]
+    return "[" + ", ".join(map(str, values)) + "]"

@@ -11,7 +11,7 @@ import bisect
 import functools
 import re
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import Concatenate, NoReturn, ParamSpec, TypeVar
 
 from tensorlang.diagnostics import CompileError, Loc, Source
 
@@ -34,15 +34,18 @@ _TOKEN = re.compile(
 )
 EOF_KIND = "EOF"
 MAX_NESTING = 120  # levels of types, attributes and regions (3 per region) in each other
-F = TypeVar("F", bound=Callable[..., object])
+C = TypeVar("C", bound="Cursor")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def nested(weight: int = 1) -> Callable[[F], F]:
+def nested(weight: int = 1) -> Callable[[Callable[Concatenate[C, P], R]],
+                                        Callable[Concatenate[C, P], R]]:
     """Decorate a recursive parse method: past :data:`MAX_NESTING` levels it reports
     "nesting too deep" instead of exhausting Python's stack."""
-    def wrap(method: F) -> F:
+    def wrap(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], R]:
         @functools.wraps(method)
-        def run(self: Cursor, *args: object, **kwargs: object) -> object:
+        def run(self: C, *args: P.args, **kwargs: P.kwargs) -> R:
             self.depth += weight
             try:
                 if self.depth > MAX_NESTING:
@@ -51,8 +54,15 @@ def nested(weight: int = 1) -> Callable[[F], F]:
                 return method(self, *args, **kwargs)
             finally:
                 self.depth -= weight
-        return run  # type: ignore[return-value]
+        return run
     return wrap
+
+
+def _skip(src: str, pos: int, stop: int) -> int:
+    """The position after the white space and comments at ``pos`` (maybe none)."""
+    m = _SKIP.match(src, pos, stop)
+    assert m is not None, "_SKIP matches the empty string"
+    return m.end()
 
 
 class Cursor:
@@ -77,7 +87,7 @@ class Cursor:
         """Move to the next token; returns the text of the one left behind."""
         old = self.text
         self.prev_end = self.end
-        pos = _SKIP.match(self.src, self.end, self.stop).end()
+        pos = _skip(self.src, self.end, self.stop)
         self.start = pos
         if pos >= self.stop:
             self.kind, self.text, self.end = EOF_KIND, "", pos
@@ -137,7 +147,7 @@ class Cursor:
         kinds = []
         pos = self.end
         for _ in range(n):
-            pos = _SKIP.match(self.src, pos, self.stop).end()
+            pos = _skip(self.src, pos, self.stop)
             m = _TOKEN.match(self.src, pos, self.stop) if pos < self.stop else None
             if m is None:
                 kinds.append(EOF_KIND if pos >= self.stop else "")

@@ -13,6 +13,7 @@ import re
 import ml_dtypes
 import numpy as np
 
+from frontend.ir.attrs import as_complex, as_float, as_int
 from frontend.ir.types import (
     ComplexType,
     ElementType,
@@ -89,9 +90,7 @@ def _shape(dims: dict[int, int], body: str) -> tuple[int, ...] | None:
 
 def to_array(shape: tuple[int, ...] | None, flat: list[object], t: TensorType) -> np.ndarray:
     """Numpy array of type ``t`` from :func:`parse_body`'s result; raises LiteralError."""
-    want = tuple(t.shape)
-    if None in want:
-        raise LiteralError(f"dense literal needs a static shape, got {t}")
+    want = _static_shape(t)
     if shape is not None and shape != want:
         if not (shape == (0,) and 0 in want):
             raise LiteralError(f"dense literal has shape {_dims(shape)} but the type is {t}")
@@ -119,6 +118,12 @@ def is_lazy_splat(array: np.ndarray) -> bool:
     return array.size > 1 and not any(array.strides)
 
 
+def _static_shape(t: TensorType) -> tuple[int, ...]:
+    if not t.is_static:
+        raise LiteralError(f"dense literal needs a static shape, got {t}")
+    return t.static_shape
+
+
 def _dims(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
 
@@ -137,10 +142,11 @@ def convert(flat: list[object], e: ElementType) -> np.ndarray:
     if isinstance(e, FloatType):
         return _floats(flat, e)
     if isinstance(e, ComplexType):
-        if not all(isinstance(v, tuple) for v in flat):
+        pairs = [v for v in flat if isinstance(v, tuple)]
+        if len(pairs) != len(flat):
             raise LiteralError(f"expected (re, im) pairs for {e}")
-        re_ = _floats([v[0] for v in flat], e.element)  # type: ignore[index]
-        im = _floats([v[1] for v in flat], e.element)  # type: ignore[index]
+        re_ = _floats([v[0] for v in pairs], e.element)
+        im = _floats([v[1] for v in pairs], e.element)
         out = np.empty(len(flat), e.dtype)
         out.real = re_
         out.imag = im
@@ -235,9 +241,7 @@ def from_blob(text: str, t: TensorType) -> np.ndarray:
         raise LiteralError(f"hex blob of {len(raw)} bytes is not a whole number of {e}")
     arr = np.frombuffer(raw, np.uint8 if dtype == np.bool_ else dtype.newbyteorder("<"))
     arr = arr.astype(dtype)
-    want = tuple(t.shape)
-    if None in want:
-        raise LiteralError(f"dense literal needs a static shape, got {t}")
+    want = _static_shape(t)
     size = int(np.prod(want, dtype=np.int64))
     if arr.size == 1 and size != 1:
         return splat(arr[0], want)
@@ -278,7 +282,7 @@ def _scalar(x: object, e: ElementType) -> str:
     if isinstance(e, QuantizedType):
         e = e.storage
     if isinstance(e, ComplexType):
-        c = complex(x)  # type: ignore[arg-type]
+        c = as_complex(x)
         re_ = np.array(c.real).astype(e.element.dtype)
         im = np.array(c.imag).astype(e.element.dtype)
         return f"({_float(re_[()], e.element)}, {_float(im[()], e.element)})"
@@ -286,11 +290,11 @@ def _scalar(x: object, e: ElementType) -> str:
         return _float(x, e)
     if isinstance(e, IntegerType) and e.is_bool:
         return "true" if bool(x) else "false"
-    return str(int(x))  # type: ignore[call-overload]
+    return str(as_int(x))
 
 
 def _float(x: object, e: FloatType) -> str:
-    v = float(x)  # type: ignore[arg-type]
+    v = as_float(x)
     if not np.isfinite(v) or e.name == "tf32":
         bits = np.array(x, e.dtype).view(f"u{e.dtype.itemsize}")
         if e.name == "tf32":
@@ -300,6 +304,7 @@ def _float(x: object, e: FloatType) -> str:
         return "-0.0"
     if e.dtype in (np.float16, np.float32, np.float64):
         scalar = np.array(x, e.dtype)[()]
+        assert isinstance(scalar, np.floating)
         if v == 0.0 or 1e-4 <= abs(v) < 1e16:
             text = np.format_float_positional(scalar, unique=True, trim="0")
         else:

@@ -8,6 +8,7 @@ regions with ``^bb`` block arguments, multi-result values and ``loc(...)``.
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Block, Decl, Func, Module, Op, Region, Value, walk
@@ -310,7 +311,7 @@ class Parser(AttrParser):
         self._bind_results(op.name, op.results, names, op.loc)
         return op
 
-    def _unknown_op(self, name: str) -> None:
+    def _unknown_op(self, name: str) -> NoReturn:
         if name in OPS:
             self.error(f"'{name}' has no pretty form here; use the generic form")
         if name.startswith("sdy."):

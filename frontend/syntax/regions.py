@@ -158,7 +158,7 @@ def print_reduce(op: Op, pr: Printer) -> str:
     applies = _simple_reducer(op)
     if applies:
         head.append(f"applies {applies}")
-    dims = ints(op.attr("dimensions", []))
+    dims = ints(op.ints_attr("dimensions", []))
     text = glue([*head, f"across dimensions = {dims}", attr_dict(op, {"dimensions"}),
                  ftype(op)])
     if applies:

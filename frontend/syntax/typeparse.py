@@ -11,6 +11,7 @@ from frontend.ir.quant import Problem, element_problem, tensor_problem
 from frontend.ir.types import (
     FLOAT_NAMES,
     ComplexType,
+    ElementType,
     FloatType,
     FunctionType,
     IndexType,
@@ -139,7 +140,7 @@ class TypeParser(Cursor):
         return self.parse_int()
 
     @nested()
-    def parse_element_type(self) -> Type:
+    def parse_element_type(self) -> ElementType:
         """``f32``, ``i8``, ``ui4``, ``complex<f64>``, ``index``, ``!quant.uniform<...>``."""
         text, start = self.text, self.start
         if self.kind == "BANG" and text == "!quant.uniform":
