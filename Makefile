@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Quiet installs: setuptools' build warnings (editable installation, ...) are not ours to act on.
 PIP    := PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test bench jax setup mpi system-mpi system-pocl system-oclgrind lint clean
+.PHONY: demo test bench jax setup mpi system-mpi system-pocl system-oclgrind lint typecheck clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -117,6 +117,10 @@ system-oclgrind:
 
 lint: setup
 	$(VENV)/bin/ruff check frontend tensorlang backend_opencl tests
+
+# mypy over the packages listed in pyproject.toml's [tool.mypy] (those that pass cleanly).
+typecheck: setup
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info
