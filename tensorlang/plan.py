@@ -265,3 +265,24 @@ def _bound(bound: Bound, names: dict[int, int]) -> Bound:
 def _value(value: HostValue | None, names: dict[int, int]) -> HostValue | None:
     return value if value is None else replace(value, buffer=names.get(value.buffer,
                                                                        value.buffer))
+
+
+def kernels_renamed(steps: tuple[Step, ...] | list[Step],
+                    names: dict[str, str]) -> tuple[Step, ...]:
+    """``steps`` (nested ones included) with every launch of a kernel named in ``names``
+    launching ``names[kernel]`` instead (kernels merged as equal, frontend/lower/dedup)."""
+    def one(step: Step) -> Step:
+        if isinstance(step, Launch):
+            return replace(step, kernel=names.get(step.kernel, step.kernel))
+        if isinstance(step, While):
+            return replace(step, cond=kernels_renamed(step.cond, names),
+                           body=kernels_renamed(step.body, names))
+        if isinstance(step, If):
+            return replace(step, then=kernels_renamed(step.then, names),
+                           otherwise=kernels_renamed(step.otherwise, names))
+        if isinstance(step, Case):
+            return replace(step, branches=tuple(kernels_renamed(b, names)
+                                                for b in step.branches))
+        return step
+
+    return tuple(one(s) for s in steps) if names else tuple(steps)

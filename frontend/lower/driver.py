@@ -27,6 +27,7 @@ from frontend.lower import quant, types
 from frontend.lower.builder import KernelBuilder, groups_nd
 from frontend.lower.concat_slices import compute_by_slices
 from frontend.lower.conv_layout import channels_last
+from frontend.lower.dedup import DistinctKernels
 from frontend.lower.fused import (
     Epilogue,
     Fused,
@@ -38,7 +39,7 @@ from frontend.lower.inline import inline_calls
 from frontend.lower.loop_invariants import hoist_loop_invariants
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL, load_families
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Buffer, Launch, Plan, Step, with_frees
+from tensorlang.plan import Buffer, Launch, Plan, Step, kernels_renamed, with_frees
 
 
 class Readers:
@@ -97,7 +98,9 @@ class FuncLowering:
         none; a host callback is then a CompileError)."""
         self._token: int | None = None
         self.buffers: list[Buffer] = []
-        self.kernels: list[str] = []
+        self.kernels = DistinctKernels()
+        """The distinct kernels built (an equal kernel built again is dropped and its
+        launches call the first one, :mod:`frontend.lower.dedup`)."""
         self._env: dict[Value, int] = {}
         self.steps: list[Step] = []
         self.uses: dict[Value, int] = {}
@@ -178,10 +181,12 @@ class FuncLowering:
 
     @contextmanager
     def kernel(self, hint: str) -> Iterator[tuple[KernelBuilder, Fused]]:
-        """Build a kernel; it is added to the program when the block ends."""
-        k = KernelBuilder(f"k{len(self.kernels)}_{hint}")
+        """Build a kernel; it is added to the program when the block ends, unless an equal
+        one was built before: launches of ``k.name`` then call that one (the plan's
+        launches are renamed at the end, :mod:`frontend.lower.dedup`)."""
+        k = KernelBuilder(f"k{self.kernels.built}_{hint}")
         yield k, Fused(self, k)
-        self.kernels.append(k.text())
+        self.kernels.add(k.name, k.text())
         self._last = k
 
     def launch_last(self, groups: int) -> None:
@@ -327,9 +332,10 @@ def lower_function(module: Module, entry: str = "main",
     results = materialize_results(lw, lw.lower_block(body.block))
     results += [buf for buf, _ in lw.checks]
     keep = set(params) | set(results)
-    plan = Plan(tuple(lw.buffers), tuple(params), tuple(results),
-                tuple(with_frees(lw.steps, keep)))
-    return Lowered("\n".join(lw.kernels), plan, func, tuple(c for _, c in lw.checks))
+    steps = kernels_renamed(with_frees(lw.steps, keep), lw.kernels.aliases)
+    plan = Plan(tuple(lw.buffers), tuple(params), tuple(results), steps)
+    return Lowered("\n".join(lw.kernels.texts), plan, func,
+                   tuple(c for _, c in lw.checks))
 
 
 def find_entry(module: Module, entry: str) -> Func:

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from tests.lowering.test_fusion import kernels
+import frontend
+from frontend.lower import lower_function
+from tests.lowering.test_fusion import kernels, launches
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODELS = ["mlp", "transformer_block", "cnn"]
@@ -28,11 +30,14 @@ def test_model_matches_jax(name: str) -> None:
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * scale)
 
 
-@pytest.mark.parametrize(("name", "count"), [("mlp", 4), ("transformer_block", 11),
-                                             ("cnn", 3)])
-def test_model_kernel_count(name: str, count: int) -> None:
+@pytest.mark.parametrize(("name", "count", "distinct"), [
+    ("mlp", 4, 4), ("transformer_block", 11, 8), ("cnn", 3, 3)])
+def test_model_kernel_count(name: str, count: int, distinct: int) -> None:
     """Fusion pins: gemm epilogues, row-fused softmax/layernorm, transposed and
-    flattened gemm operands without copies (mlp was 7 kernels, the transformer block 17,
+    flattened gemm operands without copies (mlp was 7 launches, the transformer block 17,
     the cnn 8 before row fusion and transposed operands, 7 before the one-kernel
-    convolution of conv_gemm, 5 before pooling in it)."""
-    assert len(kernels((EXAMPLES / f"{name}.mlir").read_text())) == count
+    convolution of conv_gemm, 5 before pooling in it); ``distinct``: the kernels left
+    once equal ones are merged (frontend/lower/dedup.py)."""
+    text = (EXAMPLES / f"{name}.mlir").read_text()
+    assert len(kernels(text)) == distinct
+    assert launches(lower_function(frontend.parse(text)).plan.steps) == count
