@@ -28,6 +28,7 @@ from frontend.lower.builder import KernelBuilder, groups_nd
 from frontend.lower.concat_slices import compute_by_slices
 from frontend.lower.conv_layout import channels_last
 from frontend.lower.dedup import DistinctKernels
+from frontend.lower.dot_batching import batch_dots
 from frontend.lower.fused import (
     Epilogue,
     Fused,
@@ -322,7 +323,7 @@ def lower_function(module: Module, entry: str = "main",
     callback is a CompileError)."""
     load_families()
     func = find_entry(module, entry)
-    body = channels_last(hoist_loop_invariants(inline_calls(module, func)))
+    body = batch_dots(channels_last(hoist_loop_invariants(inline_calls(module, func))))
     lw = FuncLowering(module, host_callbacks)
     lw.count_uses(body)
     params = []
