@@ -28,7 +28,7 @@ from frontend.lower import types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
-from frontend.lower.reduce import _ints, _padding
+from frontend.lower.reduce import window_ints, window_padding
 
 _WIDE = {"f16": "f32", "bf16": "f32"}
 SPLIT = 16
@@ -50,10 +50,11 @@ class Window:
 
 def window_attrs(op: Op, nsp: int) -> Window:
     """``op``'s window attributes for ``nsp`` spatial dimensions."""
-    return Window(_ints(op, "window_strides", nsp, 1), _ints(op, "lhs_dilation", nsp, 1),
-                   _ints(op, "rhs_dilation", nsp, 1),
-                   op.bools_attr("window_reversal", []) or [False] * nsp,
-                   _padding(op, nsp))
+    return Window(window_ints(op, "window_strides", nsp, 1),
+                  window_ints(op, "lhs_dilation", nsp, 1),
+                  window_ints(op, "rhs_dilation", nsp, 1),
+                  op.bools_attr("window_reversal", []) or [False] * nsp,
+                  window_padding(op, nsp))
 
 
 def direct_convolution(lw: FuncLowering, op: Op) -> None:

@@ -34,7 +34,7 @@ from frontend.lower.builder import IndexExpr, KernelBuilder
 from frontend.lower.dot import Tail, gemm_output
 from frontend.lower.driver import FuncLowering, Planner, Readers
 from frontend.lower.fused import Epilogue, Fused, plan_epilogue
-from frontend.lower.reduce import _ints, _padding
+from frontend.lower.reduce import window_ints, window_padding
 
 TILE = 32
 """Output positions per work-group (whole rows: at least one row)."""
@@ -290,11 +290,11 @@ def pool_window(pool: Op, top: Value) -> tuple[int, int] | None:
     if (len(pool.results) != 1 or pool.operand_group("inputs") != [top] or len(shape) != 4
             or types.elem(pool.results[0]) != types.elem(top)):
         return None
-    win = _ints(pool, "window_dimensions", 4, 1)
-    plain = (_ints(pool, "window_strides", 4, 1) == win and win[0] == win[3] == 1
-             and _ints(pool, "base_dilations", 4, 1) == [1] * 4
-             and _ints(pool, "window_dilations", 4, 1) == [1] * 4
-             and _padding(pool, 4) == [(0, 0)] * 4)
+    win = window_ints(pool, "window_dimensions", 4, 1)
+    plain = (window_ints(pool, "window_strides", 4, 1) == win and win[0] == win[3] == 1
+             and window_ints(pool, "base_dilations", 4, 1) == [1] * 4
+             and window_ints(pool, "window_dilations", 4, 1) == [1] * 4
+             and window_padding(pool, 4) == [(0, 0)] * 4)
     if not plain or shape[1] % win[1] or shape[2] % win[2]:
         return None
     return win[1], win[2]

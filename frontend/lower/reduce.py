@@ -143,16 +143,14 @@ def _fold_partials(lw: FuncLowering, op: Op, partials: list[int], outs: list[int
     lw.launch_last(num_groups(n))
 
 
-def _ints(op: Op, name: str, n: int, default: int) -> list[int]:
+def window_ints(op: Op, name: str, n: int, default: int) -> list[int]:
+    """Window attribute ``name`` of ``op`` (``n`` entries, ``default`` when absent)."""
     return op.ints_attr(name, [default] * n)
 
 
-def _padding(op: Op, n: int) -> list[tuple[int, int]]:
+def window_padding(op: Op, n: int) -> list[tuple[int, int]]:
+    """The (low, high) padding of ``op``'s ``n`` dimensions (zeros when absent)."""
     if "padding" not in op.attrs:
         return [(0, 0)] * n
     array = op.dense_attr("padding")
     return [(int(lo), int(hi)) for lo, hi in array.reshape(n, 2)]
-
-
-# reduce_window lives in its own module; importing it with the family registers it
-from frontend.lower import reduce_window as _reduce_window  # noqa: E402,F401

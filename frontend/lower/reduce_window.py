@@ -29,7 +29,7 @@ from frontend.lower import prefix_scan, types
 from frontend.lower.builder import IndexExpr, KernelBuilder, groups_nd
 from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
-from frontend.lower.reduce import _ints, _padding
+from frontend.lower.reduce import window_ints, window_padding
 from frontend.lower.registry import kernel
 
 if TYPE_CHECKING:  # conv_direct imports reduce, which imports this module to register it
@@ -63,9 +63,11 @@ class Attrs:
 def window_attrs(op: Op) -> Attrs:
     """``op``'s window attributes (defaults filled in)."""
     rank = len(types.shape(op.operand_group("inputs")[0]))
-    return Attrs(_ints(op, "window_dimensions", rank, 1), _ints(op, "window_strides", rank, 1),
-                 _ints(op, "base_dilations", rank, 1), _ints(op, "window_dilations", rank, 1),
-                 _padding(op, rank))
+    return Attrs(window_ints(op, "window_dimensions", rank, 1),
+                 window_ints(op, "window_strides", rank, 1),
+                 window_ints(op, "base_dilations", rank, 1),
+                 window_ints(op, "window_dilations", rank, 1),
+                 window_padding(op, rank))
 
 
 @kernel("stablehlo.reduce_window")

@@ -71,6 +71,7 @@ def load_families() -> None:
         misc,
         ragged_dot,
         reduce,
+        reduce_window,
         rng,
         scatter_gather,
         shape,

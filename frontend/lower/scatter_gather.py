@@ -352,14 +352,14 @@ def _in_bounds(k: KernelBuilder, idx: list[IndexExpr], shape: Sequence[int]) -> 
 def select_and_scatter(lw: FuncLowering, op: Op) -> None:
     """Fill the result with init_value; then, for every source element in order (one
     work-item), pick the window element ``select`` prefers and combine into it."""
-    from frontend.lower.reduce import _ints, _padding
+    from frontend.lower.reduce import window_ints, window_padding
 
     operand, source = op.operand("operand"), op.operand("source")
     shape, sshape = types.shape(operand), types.shape(source)
     rank, n, t = len(shape), prod(shape), types.elem(op.result)
-    window = _ints(op, "window_dimensions", rank, 1)
-    strides = _ints(op, "window_strides", rank, 1)
-    pad = _padding(op, rank)
+    window = window_ints(op, "window_dimensions", rank, 1)
+    strides = window_ints(op, "window_strides", rank, 1)
+    pad = window_padding(op, rank)
     out = lw.buffer_for(op.result)
     if prod(-(-w // st) for w, st in zip(window, strides, strict=True)) <= GATHER_MAX:
         _gathered_select_and_scatter(lw, op, out, (window, strides, [p[0] for p in pad]))

@@ -29,7 +29,8 @@ CELL = module("(%h0: tensor<4x8xf32>, %wa: tensor<8x4xf32>, %wb: tensor<8x4xf32>
       %one = stablehlo.constant dense<1> : tensor<i32>
       %half = stablehlo.constant dense<0.5> : tensor<f32>
       %hb = stablehlo.broadcast_in_dim %half, dims = [] : (tensor<f32>) -> tensor<4x8xf32>
-      %k = stablehlo.concatenate %a, %w, dim = 1 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
+      %k = stablehlo.concatenate %a, %w, dim = 1
+          : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
       %ks = stablehlo.multiply %k, %k : tensor<8x8xf32>
       %d = stablehlo.dot_general %h, %ks, contracting_dims = [1] x [0]
           : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
