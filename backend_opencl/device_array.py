@@ -109,7 +109,7 @@ class DeviceArray:
     def _read(self) -> np.ndarray:
         """Wait for the elements and copy them out of the device buffer, then let the
         buffer (and its frame) go."""
-        buffer, size = self._buffer, int(np.prod(self.shape, dtype=np.int64))
+        buffer, size = self._buffer, self.size
         self.block_until_ready()
         if isinstance(buffer, buffers.HostArray):
             flat = buffer.host[:size].copy()

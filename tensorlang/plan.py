@@ -73,6 +73,13 @@ class TripCount:
     bits: int
     signed: bool
 
+    def known(self) -> int | None:
+        """The number of iterations when both bounds are constants (and the counter does
+        not wrap around), else None."""
+        if self.start.buffer is not None or self.limit.buffer is not None:
+            return None
+        return self.count(self.start.value, self.limit.value)
+
     def count(self, start: int, limit: int) -> int | None:
         """The number of iterations, or None when the counter would wrap around (the
         loop then runs as a plain ``While``)."""

@@ -43,7 +43,7 @@ from frontend.lower.driver import FuncLowering
 from frontend.lower.fused import Fused
 from frontend.lower.registry import CHEAP, ELEMENTAL, KERNEL
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Bound, Copy, Launch, TripCount, While
+from tensorlang.plan import Copy, Launch, TripCount, While
 
 MAX_ELEMENTS = 16384
 """The largest value (elements) a loop may compute per iteration to run as one kernel
@@ -102,7 +102,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     in_place = {u for i in range(len(carry)) if (u := _in_place(lw, body, i)) is not None}
     changed = [r for r, a, v in zip(op.results, body.args, body.ops[-1].operands, strict=True)
                if v is not a and v.owner not in in_place]
-    count = _constant_count(trips)
+    count = trips.known() if trips is not None else None
     found = {h.dot: h for h in loop_projection.find(op, count)}
     if not (_fits(lw, cond, in_place) and _fits(lw, body, in_place)) \
             or any(types.size(v) > MAX_ELEMENTS for v in changed) \
@@ -707,7 +707,7 @@ def _trip_bound(op: Op) -> int | None:
     equinox's bounded loops), at most :data:`MAX_INNER_TRIPS`; None when there is none."""
     cond = op.regions[0].block
     counts = [n for c in _conjuncts(cond.ops[-1].operands[0])
-              if (n := _counted(op, c)) is not None]
+              if (n := loops.constant_count(op, c)) is not None]
     return min(counts) if counts and min(counts) <= MAX_INNER_TRIPS else None
 
 
@@ -743,30 +743,6 @@ def _is_bool(v: Value, value: bool) -> bool:
     if not isinstance(o, Op) or o.name != "stablehlo.constant" or types.elem(v) != "i1":
         return False
     return bool(o.dense_attr("value").reshape(-1)[0]) is value
-
-
-def _counted(op: Op, compare: Op) -> int | None:
-    """The trip count of ``compare`` alone as a loop condition of ``op``, or None."""
-    cond, body = op.regions[0].block, op.regions[1].block
-    lhs, rhs = compare.operands
-    direction = str(compare.attr("comparison_direction"))
-    if lhs not in cond.args:
-        lhs, rhs, direction = rhs, lhs, _MIRRORED.get(direction, "")
-    if lhs not in cond.args or direction not in _MIRRORED:
-        return None
-    i = cond.args.index(lhs)
-    dtype = types.elem(lhs)
-    step, start, limit = loops._step(body, i), loops._constant(op.operands[i]), \
-        loops._constant(rhs)
-    if step is None or start is None or limit is None or dtype[0] not in "iu" \
-            or dtype == "i1" or types.shape(lhs) != ():
-        return None
-    trips = TripCount(Bound(start), Bound(limit), step, direction, int(dtype[1:]),
-                      loops._signed(compare, dtype))
-    return trips.count(start, limit)
-
-
-_MIRRORED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}
 
 
 def _scatter(lw: FuncLowering, f: Fused, op: Op) -> None:
@@ -814,9 +790,3 @@ def _walk(block: Block, inside: set[Value], used: list[Value]) -> None:
         inside.update(o.results)
         for region in o.regions:
             _walk(region.block, inside, used)
-
-
-def _constant_count(trips: TripCount | None) -> int | None:
-    if trips is None or trips.start.buffer is not None or trips.limit.buffer is not None:
-        return None
-    return trips.count(trips.start.value, trips.limit.value)

@@ -25,29 +25,29 @@ _SWAP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}
 def trip_count(lw: FuncLowering, op: Op, carry: Sequence[int]) -> TripCount | None:
     """The trip count of while ``op`` (its carried buffers ``carry``), or None when the
     loop is not counted.  Limits defined before the loop are materialized here."""
-    return _trip_count(lw, op, carry, True)
+    return _trip_count(lw, op, None, carry)
 
 
-def constant_count(lw: FuncLowering, op: Op) -> int | None:
+def constant_count(op: Op, compare: Op | None = None) -> int | None:
     """The number of iterations of while ``op`` when its counter's start, step and limit
     are compile-time constants (and it does not wrap around), else None; nothing is
-    materialized."""
-    trips = _trip_count(lw, op, [-1] * len(op.operands), False)
-    if trips is None or trips.start.buffer is not None or trips.limit.buffer is not None:
-        return None
-    return trips.count(trips.start.value, trips.limit.value)
+    materialized.  ``compare``: one compare of a conjunction the condition is (default:
+    the condition itself), which then bounds the iterations."""
+    trips = _trip_count(None, op, compare, [-1] * len(op.operands))
+    return None if trips is None else trips.known()
 
 
-def _trip_count(lw: FuncLowering, op: Op, carry: Sequence[int], materialize: bool
+def _trip_count(lw: FuncLowering | None, op: Op, compare: Op | None, carry: Sequence[int]
                 ) -> TripCount | None:
-    """:func:`trip_count`; without ``materialize``, a limit defined before the loop makes
-    it None instead of being materialized."""
+    """:func:`trip_count` of ``compare`` (None: the condition's result) as the condition;
+    without ``lw``, a limit defined before the loop makes it None instead of being
+    materialized."""
     cond, body = op.regions[0].block, op.regions[1].block
-    compare = cond.ops[-1].operands[0].owner
-    if not isinstance(compare, Op) or compare.name != "stablehlo.compare":
+    test = cond.ops[-1].operands[0].owner if compare is None else compare
+    if not isinstance(test, Op) or test.name != "stablehlo.compare":
         return None
-    lhs, rhs = compare.operands
-    direction = str(compare.attr("comparison_direction"))
+    lhs, rhs = test.operands
+    direction = str(test.attr("comparison_direction"))
     if lhs not in cond.args:
         lhs, rhs, direction = rhs, lhs, _SWAP.get(direction, "")
     if lhs not in cond.args or direction not in _SWAP:
@@ -57,10 +57,10 @@ def _trip_count(lw: FuncLowering, op: Op, carry: Sequence[int], materialize: boo
     if types.shape(lhs) != () or dtype[0] not in "iu" or dtype == "i1":
         return None
     step = _step(body, k)
-    limit = _limit(lw, op, rhs, carry, materialize)
+    limit = _limit(lw, op, rhs, carry)
     if step is None or limit is None:
         return None
-    signed = _signed(compare, dtype)
+    signed = _signed(test, dtype)
     start = _constant(op.operands[k])
     return TripCount(Bound(start) if start is not None else Bound(buffer=carry[k]), limit,
                      step, direction, int(dtype[1:]), signed)
@@ -83,10 +83,9 @@ def _step(body: Block, k: int) -> int | None:
     return _constant(b) if a is body.args[k] else None
 
 
-def _limit(lw: FuncLowering, op: Op, v: Value, carry: Sequence[int], materialize: bool
-           ) -> Bound | None:
+def _limit(lw: FuncLowering | None, op: Op, v: Value, carry: Sequence[int]) -> Bound | None:
     """The limit: a constant, a carried value the body passes through, or a value defined
-    before the loop (materialized now; None without ``materialize``)."""
+    before the loop (materialized now; None without ``lw``)."""
     cond, body = op.regions[0].block, op.regions[1].block
     value = _constant(v)
     if value is not None:
@@ -97,7 +96,7 @@ def _limit(lw: FuncLowering, op: Op, v: Value, carry: Sequence[int], materialize
             return None
         value = _constant(op.operands[j])
         return Bound(value) if value is not None else Bound(buffer=carry[j])
-    if isinstance(v.owner, Op) and v.owner in cond.ops or not materialize:
+    if isinstance(v.owner, Op) and v.owner in cond.ops or lw is None:
         return None
     return Bound(buffer=lw.materialize(v))
 

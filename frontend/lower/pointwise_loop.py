@@ -138,7 +138,7 @@ def _with_shape(lw: FuncLowering, op: Op, changed: list[int], shape: tuple[int, 
     found = _element_wise(body, shape, {body.args[i] for i in elements})
     if found is None or any(results[i] in found[1] for i in uniform):
         return None
-    count = loops.constant_count(lw, op)
+    count = loops.constant_count(op)
     if count is None:
         return None
     passed = tuple(i for i in range(len(results)) if i not in changed)
