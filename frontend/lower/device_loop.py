@@ -246,9 +246,7 @@ def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
 
 def _store_all(lw: FuncLowering, f: Fused, v: Value, out: int) -> None:
     """Every element of ``v`` into ``out``; later reads of ``v`` load it from there."""
-    k, shape = f.k, types.shape(v)
-    _each(k, shape, lambda idx: k.store(f.value(v, idx), out, types.elem(v), types.size(v),
-                                        k.linear(idx, shape)))
+    _copy_each(f.k, types.shape(v), partial(f.value, v), out, types.elem(v))
     if not isinstance(v.owner, Block):
         lw.bind(v, out)
 
@@ -356,9 +354,8 @@ def _time_step(lw: FuncLowering, f: Fused, h: loop_projection.Hoisted, buf: int)
 def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
     """Compute ``v`` into a scratch buffer that later reads of it load from (a dot reads
     each operand element once per element of the other side)."""
-    buf, shape = lw.buffer_for(v), types.shape(v)
-    _each(f.k, shape, lambda idx: f.k.store(f.value(v, idx), buf, types.elem(v),
-                                            types.size(v), f.k.linear(idx, shape)))
+    buf = lw.buffer_for(v)
+    _copy_each(f.k, types.shape(v), partial(f.value, v), buf, types.elem(v))
     lw.bind(v, buf)
 
 
