@@ -14,6 +14,16 @@ def poison(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plan_exec, "POISON", True)
 
 
+@pytest.fixture
+def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compiled program reused: none from memory (one compiled with other limits or
+    passes), none from the disk cache (its key does not see monkeypatched limits)."""
+    from backend_opencl import driver
+
+    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setenv("TLC_CACHE_DIR", "off")
+
+
 def run(text: str, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """Compile ``text`` (a module with @main) and run it on ``arrays``."""
     import backend_opencl

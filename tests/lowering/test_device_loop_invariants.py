@@ -8,18 +8,12 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
 from frontend.lower import device_loop
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Launch, While
 from tests.lowering.conftest import module, rand, run
 
-
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No compiled program cached from a run with other limits."""
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
-    monkeypatch.setenv("TLC_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("uncached")
 
 
 def loop_kernels(text: str) -> tuple[int, int]:

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
 from frontend.lower import device_loop
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Launch, Step, While
@@ -24,11 +23,7 @@ jnp = pytest.importorskip("jax.numpy")
 tlc_jax = pytest.importorskip("tlc.jax")
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No compiled program cached from a run with other limits."""
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
-    monkeypatch.setenv("TLC_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("uncached")
 
 
 def _random(*shape: int, seed: int) -> np.ndarray:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
 from frontend.lower.dot_batching import DOT, batch_dots
 from frontend.lower.driver import lower_function
 from frontend.lower.inline import inline_calls
@@ -22,10 +21,7 @@ jnp = pytest.importorskip("jax.numpy")
 tlc_jax = pytest.importorskip("tlc.jax")
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
-    monkeypatch.setenv("TLC_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("uncached")
 
 
 def _random(*shape: int, seed: int) -> np.ndarray:

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
 from frontend.ir.core import Op
 from frontend.lower.inline import inline_calls
 from frontend.lower.loop_invariants import hoist_loop_invariants
@@ -111,13 +110,12 @@ def test_nested_loops_hoist_to_the_outermost_invariant_level() -> None:
     np.testing.assert_allclose(got, x + 6 * np.exp(w), rtol=1e-5)
 
 
+@pytest.mark.usefixtures("uncached")
 @pytest.mark.parametrize("where", ["device", "host"])
 def test_the_cell_computes_what_numpy_does(where: str, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
     from frontend.lower import device_loop
 
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
-    monkeypatch.setenv("TLC_CACHE_DIR", "off")
     if where == "host":
         monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
     h, wa, wb = rand((4, 8)), rand((8, 4)), rand((8, 4))
