@@ -26,6 +26,7 @@ rewritten, and only groups of at least two.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -105,12 +106,14 @@ def _stack_time_steps(block: Block, subst: Subst) -> None:
                        contraction[1 - side], str(op.result.type))
                 groups.setdefault(key, (side, []))[1].append((step, op))
                 break
+    edit = _Edit()
     for side, members in groups.values():
         if len(members) >= 2:
-            _stack(block, side, members, subst)
+            _stack(edit, side, members, subst)
+    edit.apply(block)
 
 
-def _stack(block: Block, side: int, members: list[tuple[_Step, Op]], subst: Subst) -> None:
+def _stack(edit: _Edit, side: int, members: list[tuple[_Step, Op]], subst: Subst) -> None:
     """The product of the whole by the shared operand before the first member; each
     member a slice of it (``side``: which operand the time step is)."""
     first = members[0][1]
@@ -124,13 +127,11 @@ def _stack(block: Block, side: int, members: list[tuple[_Step, Op]], subst: Subs
     else:
         big = _dot(first, other, whole, oc, contract)
         at += len(types.shape(other)) - 1
-    ops = list(block.ops)
-    ops.insert(ops.index(first), big)
+    edit.insert(first, big)
     for step, op in members:
         subst[op.result] = (big.result, (_Slice(at, step.t, step.t + 1),
                                          _Reshape(tuple(types.shape(op.result)))))
-        ops.remove(op)
-    block.ops[:] = ops
+        edit.remove(op)
 
 
 def _time_step(lhs: Value, contract: int) -> _Step | None:
@@ -168,41 +169,66 @@ def _merge_shared_lhs(block: Block, subst: Subst) -> None:
             key = (op.operands[0], contraction, tuple(types.shape(rhs)), str(op.result.type))
             groups.setdefault(key, []).append(op)
     weights = [tuple(m.operands[1] for m in members) for members in groups.values()]
+    repeats = Counter(weights)
+    position = {op: i for i, op in enumerate(block.ops)}
     made: dict[tuple[Value, ...], Value] = {}
+    edit = _Edit()
     for members, joined in zip(groups.values(), weights, strict=True):
-        if len(members) >= 2 and weights.count(joined) >= 2 \
-                and _available(block, joined, members[0]):
-            _merge(block, members, made, subst)
+        if len(members) >= 2 and repeats[joined] >= 2 \
+                and _available(position, joined, members[0]):
+            _merge(edit, members, made, subst)
+    edit.apply(block)
 
 
-def _merge(block: Block, members: list[Op], made: dict[tuple[Value, ...], Value],
+def _merge(edit: _Edit, members: list[Op], made: dict[tuple[Value, ...], Value],
            subst: Subst) -> None:
     first = members[0]
     lc, rc = _must_contract(first)
     weights = tuple(m.operands[1] for m in members)
     free = 1 - rc  # the right operand's other dimension
-    ops = list(block.ops)
     joined = made.get(weights)
     if joined is None:
         concat = _concatenate(list(weights), free)
-        ops.insert(ops.index(first), concat)
+        edit.insert(first, concat)
         joined = made[weights] = concat.result
     big = _dot(first, first.operands[0], joined, lc, rc)
-    ops.insert(ops.index(first), big)
+    edit.insert(first, big)
     last = len(types.shape(big.result)) - 1
     n = types.shape(first.result)[-1]
     for i, op in enumerate(members):
         subst[op.result] = (big.result, (_Slice(last, i * n, (i + 1) * n),))
-        ops.remove(op)
-    block.ops[:] = ops
+        edit.remove(op)
 
 
-def _available(block: Block, values: Iterable[Value], at: Op) -> bool:
-    """Whether every value is defined before ``at`` (in ``block`` or outside it)."""
-    position = {op: i for i, op in enumerate(block.ops)}
+def _available(position: dict[Op, int], values: Iterable[Value], at: Op) -> bool:
+    """Whether every value is defined before ``at`` (``position``: the ops of its block
+    in order; a value of no op there is defined outside the block)."""
     here = position[at]
     return all(not isinstance(v.owner, Op) or position.get(v.owner, -1) < here
                for v in values)
+
+
+class _Edit:
+    """Insertions and removals in one block, applied in one pass (:meth:`apply`)."""
+
+    def __init__(self) -> None:
+        self.before: dict[Op, list[Op]] = {}
+        self.removed: set[Op] = set()
+
+    def insert(self, at: Op, op: Op) -> None:
+        """Put ``op`` before ``at`` (after the ops inserted there before)."""
+        self.before.setdefault(at, []).append(op)
+
+    def remove(self, op: Op) -> None:
+        """Take ``op`` out."""
+        self.removed.add(op)
+
+    def apply(self, block: Block) -> None:
+        """``block``'s ops with the insertions and removals made."""
+        if self.before or self.removed:
+            block.ops[:] = [new for op in block.ops
+                            for new in (*self.before.get(op, ()), op)
+                            if new not in self.removed]
 
 
 # -- the ops made -------------------------------------------------------------------------
