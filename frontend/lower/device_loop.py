@@ -111,12 +111,13 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
     for v in _captured(op):
         _materialize_captured(lw, v)
-    for o in _all_ops(op):
+    nested = _all_ops(op)
+    for o in nested:
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
     env, steps = dict(lw.env), list(lw.steps)
     inits = _fold_inits(lw, op, carry) if FOLD_INITS else []
-    apart = inits if _op_count(op) > FOLD_MAX_OPS else []  # one kernel of their own
+    apart = inits if len(nested) > FOLD_MAX_OPS else []  # one kernel of their own
     inits = [] if apart else inits
     flag = lw.new_buffer("i1", ())
     try:
@@ -655,11 +656,6 @@ def _init_kernel(lw: FuncLowering, inits: list[tuple[Value, int]]) -> Launch:
 def _all_ops(op: Op) -> list[Op]:
     """The ops of ``op``'s regions, nested ones included."""
     return [x for r in op.regions for o in r.block.ops for x in (o, *_all_ops(o))]
-
-
-def _op_count(op: Op) -> int:
-    """The ops of ``op``'s regions, nested ones included."""
-    return len(_all_ops(op))
 
 
 def _bind_computed(lw: FuncLowering, ops: Sequence[Op]) -> None:

@@ -84,7 +84,8 @@ def _invariants(loop: Op) -> list[Op]:
             hoisted.append(op)
             moved.update(op.results)
     if hoisted:
-        body.ops[:] = [op for op in body.ops if op not in hoisted]
+        gone = set(hoisted)
+        body.ops[:] = [op for op in body.ops if op not in gone]
     return hoisted
 
 
