@@ -8,7 +8,7 @@ Public API::
     outs = exe(*numpy_arrays)                                # tuple of numpy arrays
 
 ``device`` may also be a ``dpctl.SyclQueue`` (OpenCL backend): kernels are built through
-dpctl and take USM memory too (``backend_opencl.sycl_module``, docs/devices.md).
+dpctl and take USM memory too (``backend_opencl.exec.sycl_module``, docs/devices.md).
 """
 
 from __future__ import annotations
@@ -27,18 +27,21 @@ def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A
     ``check_bounds``: guard every access isl cannot prove in bounds; a launch that
     violates one raises ``tensorlang.BoundsError`` naming the access.
     """
-    from backend_opencl.runtime.sycl import is_queue
+    from backend_opencl.runtime.sycl.queue import is_queue, sycl_device
 
-    if is_queue(device):  # a dpctl.SyclQueue: built through dpctl, run on the queue
-        from backend_opencl.sycl_module import compile_for_queue
+    sycl = is_queue(device)
+    if autotune:  # measured through pyopencl, so a SYCL device only when pyopencl sees it
+        from backend_opencl.tools.tune import tune
 
-        return compile_for_queue(program, device, autotune, check_bounds)
-    from backend_opencl.driver import compile_program
+        facts = sycl_device(device).facts if sycl else None
+        if not sycl or facts.cl_device is not None:
+            tune(program, device=facts if sycl else device)
+    if sycl:  # a dpctl.SyclQueue: built through dpctl, run on the queue
+        from backend_opencl.exec.sycl_module import compile_for_queue
 
-    if autotune:
-        from backend_opencl.tune import tune
+        return compile_for_queue(program, device, check_bounds)
+    from backend_opencl.api.compiler import compile_program
 
-        tune(program, device=device)
     return compile_program(program, device=device, check_bounds=check_bounds)
 
 
@@ -55,14 +58,14 @@ def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
     for a token) and returns a sequence with one array per result (shape and dtype as
     declared; the entry of a token is ignored). Without them such a program is a
     CompileError at the callback."""
-    from backend_opencl.runtime.sycl import is_queue
+    from backend_opencl.runtime.sycl.queue import is_queue
 
     if is_queue(device):
-        from backend_opencl.sycl_exec import compile_stablehlo_for_queue
+        from backend_opencl.exec.sycl_executable import compile_stablehlo_for_queue
 
         return compile_stablehlo_for_queue(text, device, filename, check_bounds,
                                            host_callbacks=host_callbacks)
-    from backend_opencl.driver import compile_stablehlo_program
+    from backend_opencl.api.compiler import compile_stablehlo_program
 
     return compile_stablehlo_program(text, device=device, filename=filename,
                                      check_bounds=check_bounds, host_callbacks=host_callbacks)

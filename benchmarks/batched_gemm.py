@@ -43,10 +43,10 @@ import machine  # noqa: E402
 from hand_gemm import hand_source  # noqa: E402
 
 import backend_opencl  # noqa: E402
-from backend_opencl.module import aligned_empty  # noqa: E402
+from backend_opencl.exec.module import aligned_empty  # noqa: E402
 from backend_opencl.runtime import get_device  # noqa: E402
-from backend_opencl.runtime.build import build_program  # noqa: E402
-from backend_opencl.runtime.launch import launch  # noqa: E402
+from backend_opencl.runtime.opencl.build import build_program  # noqa: E402
+from backend_opencl.runtime.opencl.launch import launch  # noqa: E402
 
 SHAPES = ((16, 8, 16), (32, 32, 32), (64, 64, 64), (56, 9, 9))
 TYPES = {"f32": np.float32, "f64": np.float64}

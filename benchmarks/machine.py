@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import pyopencl as cl
 
-from backend_opencl.runtime.build import build_program
+from backend_opencl.runtime.opencl.build import build_program
 
 _PEAK = """
 {pragma}

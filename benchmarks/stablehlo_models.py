@@ -579,7 +579,7 @@ def _versions(peers: Sequence[str]) -> str:
 
 def _device() -> str:
     try:
-        from backend_opencl.runtime import devices
+        from backend_opencl.runtime.opencl import devices
 
         return devices.get_device().label
     except Exception:

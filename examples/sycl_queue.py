@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import backend_opencl
-from backend_opencl.runtime import sycl
+from backend_opencl.runtime.sycl import queue as sycl
 
 HERE = Path(__file__).resolve().parent
 N = 1000

@@ -7,7 +7,7 @@ predicates are read back from one-element buffers (a counted ``While`` reads its
 once instead), calls of the program's host callbacks (``Callback``: Python functions the
 executable is given, such as jax's ``debug.print``), and ``Free`` steps that end buffer
 lifetimes so the executor can reuse their memory.  The plan is plain frozen data; the
-front end builds it and the back end (``backend_opencl.plan_exec``) executes it.
+front end builds it and the back end (``backend_opencl.exec.executable``) executes it.
 """
 
 from __future__ import annotations

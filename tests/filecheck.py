@@ -10,7 +10,7 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 
 FILECHECK = Path(sys.executable).parent / "filecheck"
 

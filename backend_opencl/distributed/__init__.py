@@ -38,7 +38,7 @@ from tensorlang.diagnostics import TlcError
 
 __all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "spmd_program", "run_parallel",
            "run_parallel_many", "run_rank", "run_cases",
-           "run_cli", "wanted", "describe_failure", "world_transport"]
+           "wanted", "describe_failure", "world_transport"]
 
 
 def world_transport() -> Transport:
@@ -224,12 +224,3 @@ def wanted(path: str) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return (replicas or 1) * (partitions or 1) > 1
-
-
-def run_cli(args: Any) -> int:
-    """``mpirun -n N tlc run FILE.mlir [--inputs IN.npz] [-o OUT.npz]``: this rank's part
-    (``{rank}``, ``{replica}``, ``{partition}`` in the paths pick per-rank files)."""
-    from backend_opencl.distributed.cli import run_cli as run
-
-    return run(args)
-

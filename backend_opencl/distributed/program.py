@@ -93,7 +93,7 @@ class RankProgram:
     def _executable(self, step: DeviceStep) -> Any:
         exe = self.executables.get(id(step))
         if exe is None:
-            from backend_opencl.driver import compile_stablehlo_program
+            from backend_opencl.api.compiler import compile_stablehlo_program
 
             exe = self.executables[id(step)] = compile_stablehlo_program(
                 step.text, device=self.ctx.device,

@@ -106,7 +106,7 @@ class Reducer:
     def _map_executable(self, i: int) -> object:
         exe = self.folds.get(i)
         if exe is None:
-            from backend_opencl.driver import compile_stablehlo_program
+            from backend_opencl.api.compiler import compile_stablehlo_program
 
             exe = self.folds[i] = compile_stablehlo_program(
                 map_module_text(self.op, i), device=self.device,

@@ -15,7 +15,7 @@ random time is submitted before every command instead.
 sets the largest delay in milliseconds.  ``TLC_STRESS_SEED`` fixes the random stream.
 The hook wraps ``pyopencl.enqueue_nd_range_kernel`` and ``pyopencl.enqueue_copy``
 (which pyopencl's arrays call too) when the platforms are first opened
-(:func:`backend_opencl.runtime.devices.get_device`), before any queue exists.  A program
+(:func:`backend_opencl.runtime.opencl.devices.get_device`), before any queue exists.  A program
 that waits correctly gives the same results under stress, only later.
 """
 

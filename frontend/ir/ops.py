@@ -249,7 +249,7 @@ _TABLE: list[OpDef] = [
           ("max_ulp_difference", "min_ulp_difference"), results=0, syntax="check!"),
     OpDef("check.expect_serialized_eq", ("actual",), ("probe_id", "iter"), results=0,
           syntax="check!"),
-    # the reference interpreter's own ops (tlc interpret: backend_opencl/interpret.py)
+    # the reference interpreter's own ops (tlc interpret: backend_opencl/tools/interpret.py)
     OpDef("interpreter.print", ("operand",), results=0, types="types"),
     OpDef("interpreter.probe", ("operand",), ("probe_id",), syntax="probe!"),
     OpDef("interpreter.run_parallel", ("inputs*",), ("programs", "infeed"), (), VARIADIC,

@@ -3,7 +3,7 @@
 ``interpreter.print``, ``stablehlo.outfeed`` and ``check.expect_serialized_eq``
 materialize their operand and record a :class:`Record`
 in ``FuncLowering.checks`` (as the ``check.*`` ops do, :mod:`frontend.lower.checks`): the
-buffer becomes an extra result that ``tlc interpret`` (``backend_opencl/interpret.py``)
+buffer becomes an extra result that ``tlc interpret`` (``backend_opencl/tools/interpret.py``)
 prints, saves or compares after the run.  ``interpreter.probe`` records every execution
 (each iteration of an enclosing loop) in a history buffer; its result is its operand.
 

@@ -10,7 +10,7 @@ memref or pairs different sizes.  Loop variables of ``foreach``/``foreach_nd``/u
 range runs).
 
 Each violation set becomes a :class:`LaunchCheck`, a picklable disjunction of linear
-conditions the launcher evaluates before anything runs (``backend_opencl.module``).  An
+conditions the launcher evaluates before anything runs (``backend_opencl.exec.module``).  An
 instruction whose violation depends on values the host cannot know (loaded data,
 non-affine indices, conditions isl cannot read) is *residual*: with no possible
 violation it needs nothing, otherwise it gets a run-time guard (docs/abi.md).

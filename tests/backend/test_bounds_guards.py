@@ -14,7 +14,7 @@ import pytest
 
 import backend_opencl
 import tensorlang
-from backend_opencl.driver import lower
+from backend_opencl.api.compiler import lower
 from backend_opencl.runtime import get_device
 from tensorlang.diagnostics import BoundsError
 from tests.filecheck import check_text, tlc
@@ -297,7 +297,7 @@ def test_cli_compile_with_and_without_check_bounds(tmp_path: Path) -> None:
 def test_cli_run_prints_a_bounds_error_without_traceback(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     """``tlc run --check-bounds`` reaches the driver; a BoundsError is a diagnostic."""
-    from backend_opencl import driver
+    from backend_opencl.tools import cli
 
     seen = {}
 
@@ -308,7 +308,7 @@ def test_cli_run_prints_a_bounds_error_without_traceback(monkeypatch: pytest.Mon
         mod.gather(np.zeros(16, np.float32), np.array([99], np.int32), _nan(1), num_groups=1)
         return 0
 
-    monkeypatch.setattr(driver, "run_cli", fake_run)
+    monkeypatch.setattr(cli, "run_program", fake_run)
     code, _, err = tlc("run", str(tmp_path / "m.mlir"), "--check-bounds")
     assert seen == {"check_bounds": True}
     assert code == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fused_kernel.tl"
 
@@ -87,8 +87,7 @@ def test_tune_stablehlo_blocks_are_what_run_compiles(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``tlc tune FILE.mlir`` caches blocks under the keys compile_stablehlo_program's
     kernels look up."""
-    from backend_opencl import driver, tune
-
+    from backend_opencl.api import compiler
     monkeypatch.setenv("TLC_TUNE_CACHE", str(tmp_path / "tune.json"))
     monkeypatch.setenv("TLC_CACHE_DIR", "off")  # the lowered program is compiled here
     code, out, err = _run("tune", str(MLP), "--top", "1", "--groups", "2")
@@ -102,7 +101,7 @@ def test_tune_stablehlo_blocks_are_what_run_compiles(tmp_path: Path,
         targets.append(real(*args))
         return targets[-1]
 
-    real = tune.cached_target
-    monkeypatch.setattr(tune, "cached_target", spy)
-    driver.compile_stablehlo_program(MLP.read_text(), filename=str(tmp_path / "mlp.mlir"))
+    real = compiler.cached_target
+    monkeypatch.setattr(compiler, "cached_target", spy)
+    compiler.compile_stablehlo_program(MLP.read_text(), filename=str(tmp_path / "mlp.mlir"))
     assert {name: (rm, rn) for name, rm, rn in targets[0].register_blocks} == tuned

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend_opencl import cli
+from backend_opencl.tools import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

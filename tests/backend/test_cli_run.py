@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend_opencl.cli import main, version
+from backend_opencl.tools.cli import main, version
 
 PROGRAM = """\
 func.func @main(%arg0: tensor<2x3xf32> loc("x"), %arg1: tensor<3xi32>) -> tensor<2x3xf32> {

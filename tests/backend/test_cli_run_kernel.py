@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fused_kernel.tl"
 

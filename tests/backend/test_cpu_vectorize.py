@@ -11,7 +11,7 @@ import pytest
 
 import backend_opencl
 import tensorlang
-from backend_opencl.driver import lower
+from backend_opencl.api.compiler import lower
 from backend_opencl.emit import DEFAULT_TARGET, Target
 from backend_opencl.emit.loops import VECTORIZE_WIDTH
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 import backend_opencl
-from backend_opencl import driver
+from backend_opencl.api import compiler
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fused_kernel.tl"
 GROUPS = 1000
@@ -27,7 +27,7 @@ def test_fused_kernel_1000_groups(h, rng) -> None:
 
 
 def test_fused_kernel_has_one_barrier_between_the_gemms() -> None:
-    source = driver.emit(SAMPLE.read_text(), "cl")
+    source = compiler.emit(SAMPLE.read_text(), "cl")
     body = source.split("void fused_kernel(")[1]
     assert body.count("barrier(") == 1
     first, second = body.index("tlc_gemm_f32_0("), body.index("tlc_gemm_f32_1(")

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 import tensorlang
-from backend_opencl.driver import compile_program, lower
+from backend_opencl.api.compiler import compile_program, lower
 from backend_opencl.emit import Target
 from backend_opencl.emit.costmodel import register_block
 from backend_opencl.emit.target import (

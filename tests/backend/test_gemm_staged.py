@@ -16,11 +16,11 @@ import pytest
 
 import backend_opencl
 import tensorlang
-from backend_opencl.driver import compile_program, lower
+from backend_opencl.api.compiler import compile_program, lower
 from backend_opencl.emit import Target
 from backend_opencl.emit.costmodel import stage_depth, staged_operand
 from backend_opencl.emit.target import KernelPlan
-from backend_opencl.tune import cache_path, tune
+from backend_opencl.tools.tune import cache_path, tune
 from tensorlang.ir.types import F32, F64
 from tests.backend import test_blas as BLAS
 from tests.backend import test_gemm as GEMM

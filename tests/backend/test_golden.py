@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tensorlang
-from backend_opencl.driver import lower
+from backend_opencl.api.compiler import lower
 from backend_opencl.emit import DEFAULT_TARGET, Target
 from tests.filecheck import check_text
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend_opencl.driver import compile_program
+from backend_opencl.api.compiler import compile_program
 from backend_opencl.emit import Target
 
 HERE = Path(__file__).parent

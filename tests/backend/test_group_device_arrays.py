@@ -15,8 +15,9 @@ import pyopencl.tools as cl_tools
 import pytest
 
 import backend_opencl
-from backend_opencl.module import Group
-from backend_opencl.runtime import device_groups, get_device
+from backend_opencl.exec.module import Group
+from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl import device_groups
 from tensorlang.diagnostics import LaunchError
 
 SOURCE = """
@@ -63,7 +64,7 @@ def module() -> Any:
 @pytest.fixture(scope="module")
 def packed_module() -> Any:
     """The same kernels compiled for a device without SVM (offsets into a packed buffer)."""
-    from backend_opencl.driver import compile_program
+    from backend_opencl.api.compiler import compile_program
     from backend_opencl.emit import Target
 
     return compile_program(SOURCE, target=Target(has_svm=False))

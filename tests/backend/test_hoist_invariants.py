@@ -10,7 +10,7 @@ import numpy as np
 
 import backend_opencl
 import tensorlang
-from backend_opencl.driver import lower
+from backend_opencl.api.compiler import lower
 
 GATHER = """
 func @gather(%table: memref<f32x?x?>, %rows: memref<i32x?>, %out: memref<f32x?x?>,

@@ -13,9 +13,10 @@ import pytest
 
 import frontend
 import tensorlang
-from backend_opencl import driver, plan_exec
+from backend_opencl.api import compiler
 from backend_opencl.emit import Target
 from backend_opencl.emit.ranges import NARROW, fits, index_ranges
+from backend_opencl.exec import executable
 from frontend.lower import lower_function
 
 RANGES = """
@@ -109,16 +110,16 @@ def _conv_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 @pytest.fixture(params=["cpu", "gpu"])
 def narrow_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     """Compile and run a StableHLO module with ``int`` indices, CPU- or GPU-style."""
-    monkeypatch.setattr(plan_exec, "POISON", True)
-    original = driver.target_from_device
+    monkeypatch.setattr(executable, "POISON", True)
+    original = compiler.target_from_device
 
     def target(device: object) -> Target:
         return dataclasses.replace(original(device), kind=request.param, narrow_index=True)
 
-    monkeypatch.setattr(driver, "target_from_device", target)
+    monkeypatch.setattr(compiler, "target_from_device", target)
 
     def run(text: str, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        return driver.compile_lowered(lower_function(frontend.parse(text)))(*arrays)
+        return compiler.compile_lowered(lower_function(frontend.parse(text)))(*arrays)
 
     return run
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tensorlang
-from backend_opencl.driver import compile_program, lower
+from backend_opencl.api.compiler import compile_program, lower
 from backend_opencl.emit import DEFAULT_TARGET, Target
 from backend_opencl.emit.target import SIMD_WORK_ITEMS, choose_plan, target_from_device
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 
 PASSING = """func.func @adds() {
   %a = stablehlo.constant dense<[1, 2, 3]> : tensor<3xi32>

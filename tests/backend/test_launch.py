@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from backend_opencl.runtime import build
+from backend_opencl.runtime.opencl import build
 from tensorlang.diagnostics import LaunchError
 
 SOURCE = """

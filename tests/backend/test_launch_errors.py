@@ -12,7 +12,7 @@ import pyopencl.array as cla
 import pytest
 
 import backend_opencl
-from backend_opencl.module import max_allocation
+from backend_opencl.exec.module import max_allocation
 from backend_opencl.runtime import get_device
 from tensorlang.diagnostics import LaunchError
 

@@ -10,7 +10,7 @@ import pytest
 import backend_opencl
 import tensorlang
 from backend_opencl.emit.localmem import plan_local_memory
-from backend_opencl.module import Group
+from backend_opencl.exec.module import Group
 
 VIEWS = """
 func @views(%X: memref<f32x4x6x?>, %Y: memref<f32x24x?>, %Z: memref<f32x2x3>,
@@ -226,7 +226,7 @@ def test_manual_barrier_in_spmd(module, h, rng) -> None:
 
 def test_groups_without_svm(h, rng) -> None:
     """Devices without SVM get a table of element offsets into one packed buffer."""
-    from backend_opencl.driver import compile_program
+    from backend_opencl.api.compiler import compile_program
     from backend_opencl.emit import Target
 
     mod = compile_program(GROUPS, target=Target(has_svm=False))

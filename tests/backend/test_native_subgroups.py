@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from backend_opencl.driver import compile_program
+from backend_opencl.api.compiler import compile_program
 from backend_opencl.emit import Target
 from backend_opencl.emit.target import target_from_device
 from backend_opencl.runtime import get_device

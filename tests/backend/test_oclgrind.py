@@ -63,7 +63,7 @@ CONFORMANCE = (
 
 CANARY = """
 import numpy as np
-from backend_opencl.driver import compile_program
+from backend_opencl.api.compiler import compile_program
 mod = compile_program(open("examples/fused_kernel.tl").read(), launch_checks=False)
 ones = lambda *s: np.asfortranarray(np.ones(s, np.float32))
 mod.fused_kernel(1.0, [ones(16, 8)] * 3, ones(8, 8), ones(8, 16), ones(16, 16, 2),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import backend_opencl
-from backend_opencl import driver, progress
+from backend_opencl import progress
+from backend_opencl.api import compiler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """No delay, quick redraws, no cached executables or disk cache."""
     monkeypatch.setattr(progress, "DELAY_S", 0.0)
     monkeypatch.setattr(progress, "REDRAW_S", 0.01)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 

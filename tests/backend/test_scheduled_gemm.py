@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from backend_opencl.driver import compile_program
+from backend_opencl.api.compiler import compile_program
 from backend_opencl.emit import Target
 
 HERE = Path(__file__).parent

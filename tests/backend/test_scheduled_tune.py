@@ -13,7 +13,7 @@ import pytest
 import backend_opencl
 from backend_opencl.emit.costmodel import register_block
 from backend_opencl.emit.target import KernelPlan
-from backend_opencl.tune import cache_path, tune
+from backend_opencl.tools.tune import cache_path, tune
 from tensorlang.ir.types import F32, F64
 from tests.kernels import TINY_GEMM
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from backend_opencl.module import aligned_empty
-from backend_opencl.runtime import get_device, memory
+from backend_opencl.exec.module import aligned_empty
+from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl import memory
 from tensorlang.diagnostics import LaunchError
 
 SOURCE = """

@@ -51,8 +51,8 @@ def test_tlc_mpiexec_names_the_launcher(tmp_path: Path,
 
 
 def test_device_placeholders_pick_the_local_rank(monkeypatch: pytest.MonkeyPatch) -> None:
-    from backend_opencl.distributed.cli import rank_device
     from backend_opencl.distributed.grid import ProcessGrid
+    from backend_opencl.tools.distributed import rank_device
     from tensorlang.diagnostics import TlcError
 
     grid = ProcessGrid(4, 1, rank=3)

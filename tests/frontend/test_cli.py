@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 
 GOOD = """module @m {
   func.func public @main(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {

@@ -125,7 +125,7 @@ def test_program_with_a_big_splat_constant_runs() -> None:
 def test_cli_reports_a_file_that_is_not_utf8(tmp_path: Path, name: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """Bytes that are no UTF-8 text are a located error, not a UnicodeDecodeError."""
-    from backend_opencl.cli import main
+    from backend_opencl.tools.cli import main
 
     path = tmp_path / name
     path.write_bytes(b"func @k() {\r\n  \xff\xfe\n}\n")
@@ -136,7 +136,7 @@ def test_cli_reports_a_file_that_is_not_utf8(tmp_path: Path, name: str,
 
 def test_cli_reads_crlf_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Windows line ends read as before (errors keep their line numbers)."""
-    from backend_opencl.cli import main
+    from backend_opencl.tools.cli import main
 
     path = tmp_path / "k.tl"
     path.write_bytes(b"func @k() {\r\n  %x = constant 1 : i32\r\n  %x = constant 2 : i32\r\n}\r\n")

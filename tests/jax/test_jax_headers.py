@@ -20,7 +20,7 @@ tlc_jax = pytest.importorskip("tlc.jax")
 
 import backend_opencl  # noqa: E402
 import frontend  # noqa: E402
-from backend_opencl import jax_bridge  # noqa: E402
+from backend_opencl.api.jax import bridge  # noqa: E402
 from tests.frontend import corpus  # noqa: E402
 from tests.jax import programs  # noqa: E402
 from tests.jax.programs import PROGRAMS  # noqa: E402
@@ -87,7 +87,7 @@ def test_host_callbacks_without_functions_are_reported_at_the_users_line(
     program = PROGRAMS[name]
     lines, first = inspect.getsourcelines(program.fun)
     line = first + next(i for i, text in enumerate(lines) if program.marker in text)
-    monkeypatch.setattr(jax_bridge, "host_callbacks", lambda lowered: [])
+    monkeypatch.setattr(bridge, "host_callbacks", lambda lowered: [])
     with pytest.raises(tlc_jax.JaxCompileError) as info:
         tlc_jax.jit(program.fun)(*program.args)
     diagnostic = info.value.first

@@ -5,22 +5,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend_opencl import plan_exec
+from backend_opencl.exec import executable
 
 
 @pytest.fixture(autouse=True)
 def poison(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every buffer starts as 0xFF bytes, so elements a kernel forgets to write show up."""
-    monkeypatch.setattr(plan_exec, "POISON", True)
+    monkeypatch.setattr(executable, "POISON", True)
 
 
 @pytest.fixture
 def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
     """No compiled program reused: none from memory (one compiled with other limits or
     passes), none from the disk cache (its key does not see monkeypatched limits)."""
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
 
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 

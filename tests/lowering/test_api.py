@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 from tensorlang.diagnostics import CompileError, LaunchError
 from tests.lowering.conftest import module, rand
 

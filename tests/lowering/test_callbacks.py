@@ -16,7 +16,8 @@ import pytest
 
 import backend_opencl
 import frontend
-from backend_opencl import cli, driver
+from backend_opencl.api import compiler
+from backend_opencl.tools import cli
 from frontend.lower import lower_function
 from tensorlang.diagnostics import CallbackError, CompileError, LaunchError
 from tensorlang.plan import Callback, Copy, HostValue, While, renamed, with_frees
@@ -80,7 +81,7 @@ def test_without_functions_a_callback_is_a_located_error() -> None:
     with pytest.raises(CompileError, match="host callback 0 is not among the 0 Python"):
         _compile(SCALE)
     with pytest.raises(CompileError, match="host callbacks need the Python functions"):
-        driver.emit(frontend.parse(SCALE), "tl")
+        compiler.emit(frontend.parse(SCALE), "tl")
 
 
 def test_cli_reports_the_callback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

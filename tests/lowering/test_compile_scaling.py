@@ -22,7 +22,7 @@ import pytest
 
 import backend_opencl
 import frontend
-from backend_opencl import driver
+from backend_opencl.api import compiler
 from frontend.lower import fused, lower_function
 from tests.lowering.conftest import RNG
 
@@ -161,7 +161,7 @@ def compiled(text: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     checking that its lowering stays within the budget."""
     lowering_calls(text)
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     return backend_opencl.compile_stablehlo(text)
 
 

@@ -14,13 +14,14 @@ import pyopencl.array as cl_array
 import pytest
 
 import backend_opencl
-from backend_opencl import plan_exec
-from backend_opencl.module import aligned_empty
-from backend_opencl.runtime import buffers, get_device, launch, memory
+from backend_opencl.exec import executable
+from backend_opencl.exec.module import aligned_empty
+from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl import buffers, launch, memory
 from tensorlang.diagnostics import LaunchError
 from tests.lowering.conftest import module, rand
 
-N = 128  # 128 x 128 f32 = 64 KiB: at plan_exec.IN_PLACE_BYTES, so bound in place
+N = 128  # 128 x 128 f32 = 64 KiB: at executable.IN_PLACE_BYTES, so bound in place
 BIG = f"tensor<{N}x{N}xf32>"
 MULTI = module(f"(%a: {BIG}, %b: {BIG}, %s: tensor<4xf32>) -> ({BIG}, {BIG}, tensor<4xf32>, "
                f"{BIG})", f"""
@@ -153,7 +154,7 @@ def test_loop_carry_from_an_argument_leaves_it_unchanged(kind: str) -> None:
 
 
 def test_warm_calls_reuse_pooled_buffers(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     exe = backend_opencl.compile_stablehlo(MULTI)
     for _ in range(3):
         a, b, s = rand((N, N)), _aligned(rand((N, N)), 8), rand((4,))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend_opencl import driver
+from backend_opencl.api import compiler
 from frontend.lower import device_loop
 from tests.lowering.conftest import module, rand, run
 
@@ -56,7 +56,7 @@ def expected(x: np.ndarray, lim: float) -> tuple[object, ...]:
 @pytest.mark.parametrize("lim", [-100.0, 9.0, 30.0])  # zero, a few and more trips
 def test_carries_of_several_dtypes(where: str, lim: float,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
     if where == "host":
         monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)

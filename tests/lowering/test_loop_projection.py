@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
+from backend_opencl.api import compiler
 from frontend.lower import device_loop, loop_projection
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Launch
@@ -92,7 +92,7 @@ def hoisted(text: str) -> bool:
 def small_products_hoisted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hoist the tests' small products too (and compile afresh)."""
     monkeypatch.setattr(loop_projection, "MIN_WORK", 0)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 
@@ -127,7 +127,7 @@ def test_short_loop_is_not_hoisted() -> None:
 def test_matrix_products_in_a_loop(monkeypatch: pytest.MonkeyPatch,
                                    gemm: bool) -> None:
     monkeypatch.setattr(device_loop, "GEMM", gemm)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
     text = rnn(SLICE, X_W, COUNTER)
     xs, w, u, h0 = rand((T, B, N)), rand((N, H)), 0.5 * rand((H, H)), rand((B, H))

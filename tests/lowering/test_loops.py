@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl import driver
+from backend_opencl.api import compiler
 from frontend.lower import device_loop, pointwise_loop
 from frontend.lower.driver import lower_function
 from tensorlang.plan import Bound, Launch, Step, TripCount, While
@@ -25,7 +25,7 @@ def no_pointwise_loops(monkeypatch: pytest.MonkeyPatch) -> None:
     """These loops' bodies are element-wise: they test the device and host loops, not the
     point-wise loop kernel (tests/lowering/test_pointwise_loop.py)."""
     monkeypatch.setattr(pointwise_loop, "ENABLED", False)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 
@@ -46,7 +46,7 @@ def host(monkeypatch: pytest.MonkeyPatch) -> None:
 def on_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """No device loops, and no compiled program cached from a run with them."""
     monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
 
 
@@ -278,7 +278,7 @@ def test_dynamic_update_slice_of_a_carry_read_again_copies(where: str) -> None:
 
 def test_device_loop_relaunches_chunk_after_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device_loop, "CHUNK_TRIPS", 3)
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     monkeypatch.setenv("TLC_CACHE_DIR", "off")
     x = np.random.default_rng(6).integers(1, 100, size=64).astype(np.int32)
     text = (LOOPS / "collatz.mlir").read_text()

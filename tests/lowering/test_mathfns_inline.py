@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl.driver import _kernels_program, lower
+from backend_opencl.api.compiler import _kernels_program, lower
 from backend_opencl.emit import Target
 from frontend.lower import lower_function
 from tests.lowering.conftest import module, run

@@ -39,7 +39,7 @@ def _launch_counts() -> collections.Counter[str]:
 
 def test_tlc_run_profile_names_kernels_and_counts(tmp_path: Path) -> None:
     inputs, _ = _mlp_inputs(tmp_path)
-    code = "import sys; from backend_opencl.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from backend_opencl.tools.cli import main; sys.exit(main(sys.argv[1:]))"
     done = _python(code, {"TLC_CACHE_DIR": str(tmp_path)}, "run", str(MLP), "--inputs",
                    str(inputs), "-o", str(tmp_path / "out.npz"), "--profile", "--repeat",
                    "3")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import frontend
-from backend_opencl.driver import compile_lowered
+from backend_opencl.api.compiler import compile_lowered
 from frontend.lower import lower_function, reduce_rows
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_fusion import kernels

@@ -25,7 +25,7 @@ def test_verifies_and_is_idempotent() -> None:
 
 
 def test_lowered_elementwise_kernel_has_no_dead_index_math() -> None:
-    from backend_opencl.driver import emit
+    from backend_opencl.api.compiler import emit
 
     text = """func.func public @main(%a: tensor<3x5x7xf32>, %b: tensor<7xf32>)
     -> tensor<3x5x7xf32> {

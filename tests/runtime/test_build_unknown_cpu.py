@@ -8,8 +8,8 @@ from typing import Any
 import pyopencl as cl
 import pytest
 
-from backend_opencl.runtime import build
 from backend_opencl.runtime.errors import DeviceError
+from backend_opencl.runtime.opencl import build
 
 
 class _FailingProgram:

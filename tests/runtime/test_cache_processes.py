@@ -106,7 +106,7 @@ def _kernel(rng: np.random.Generator) -> None:
 
 
 def _tune(kernel_file: str) -> None:
-    from backend_opencl.cli import main
+    from backend_opencl.tools.cli import main
 
     assert main(["tune", kernel_file, "--groups", "4", "--top", "2"]) == 0
 
@@ -114,8 +114,8 @@ def _tune(kernel_file: str) -> None:
 def worker(index: int, data_file: str, kernel_file: str) -> None:
     """Several rounds of every task, in an order of its own; in-memory caches emptied
     between rounds."""
-    from backend_opencl import driver
-    from backend_opencl.runtime import build
+    from backend_opencl.api import compiler
+    from backend_opencl.runtime.opencl import build
 
     data = np.load(data_file)
     rng = np.random.default_rng(100 + index)
@@ -124,7 +124,7 @@ def worker(index: int, data_file: str, kernel_file: str) -> None:
     for round_ in range(ROUNDS):
         for k in range(len(tasks)):
             tasks[(k + index + round_) % len(tasks)]()
-        driver._EXECUTABLES.clear()
+        compiler._EXECUTABLES.clear()
         build.clear_memory_cache()
     from backend_opencl import diskcache
 
@@ -169,11 +169,11 @@ def _check_folder(cache: Path) -> None:
 
 
 def test_processes_share_one_cache(tmp_path: Path, monkeypatch: Any) -> None:
-    from backend_opencl import diskcache, driver
-
+    from backend_opencl import diskcache
+    from backend_opencl.api import compiler
     sizing = tmp_path / "sizing"
     monkeypatch.setenv(diskcache.DIR_ENV, str(sizing))
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     intel = _intel()
     devices = {"default": None} | ({"intel": intel} if intel is not None else {})
     for label, device in devices.items():

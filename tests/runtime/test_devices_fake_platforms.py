@@ -10,12 +10,12 @@ import pytest
 from backend_opencl.runtime import (
     DeviceError,
     describe_devices,
-    devices,
     dispatch,
     get_device,
     icd,
     properties,
 )
+from backend_opencl.runtime.opencl import devices
 
 FAKE_CL = SimpleNamespace(
     device_type=SimpleNamespace(CPU=2, GPU=4, ACCELERATOR=8), Error=RuntimeError

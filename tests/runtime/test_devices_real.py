@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from backend_opencl import runtime
-from backend_opencl.runtime import DeviceError, devices, dispatch, icd
+from backend_opencl.runtime import DeviceError, dispatch, icd
+from backend_opencl.runtime.opencl import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,7 @@ def test_bad_spec_is_a_device_error(device: runtime.Device) -> None:
 
 
 def test_tlc_devices_prints_a_marked_device() -> None:
-    done = _run(["-m", "backend_opencl.cli", "devices"])
+    done = _run(["-m", "backend_opencl.tools.cli", "devices"])
     if done.returncode and "no OpenCL device" in done.stderr:
         pytest.skip("no OpenCL device")
     assert done.returncode == 0, done.stderr
@@ -93,7 +94,7 @@ def test_tlc_devices_prints_a_marked_device() -> None:
 
 
 def test_tlc_devices_with_a_bad_spec_is_one_clear_error() -> None:
-    done = _run(["-m", "backend_opencl.cli", "--device", "foo", "devices"])
+    done = _run(["-m", "backend_opencl.tools.cli", "--device", "foo", "devices"])
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     if "no OpenCL device" not in done.stderr:

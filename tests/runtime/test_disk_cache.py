@@ -24,9 +24,12 @@ import numpy as np
 import pytest
 
 import backend_opencl
-from backend_opencl import diskcache, driver, tune
+from backend_opencl import diskcache
+from backend_opencl.api import compiler, tuned
 from backend_opencl.diskcache import BINARIES, LOWERED, VENDORS
-from backend_opencl.runtime import build, icd
+from backend_opencl.runtime import icd
+from backend_opencl.runtime.opencl import build
+from backend_opencl.tools import tune
 from tests.kernels import AXPY, TINY_GEMM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,13 +51,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(diskcache, "_SAID", set())
     monkeypatch.setattr(diskcache, "STATS", Counter())
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     return root
 
 
 def _run_small(monkeypatch: pytest.MonkeyPatch, seed: int = 0) -> None:
     """Compile SMALL afresh in this process (the disk cache may answer) and check it."""
-    monkeypatch.setattr(driver, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     exe = backend_opencl.compile_stablehlo(SMALL)
     rng = np.random.default_rng(seed)
     a, b = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2))
@@ -73,7 +76,7 @@ def _mode(path: Path) -> int:
 def whole_lowered_program(path: Path) -> bool:
     """Whether ``path`` holds a lowered program as tlc stores it: (its sources' hash,
     the 6-tuple of plan and kernels), loaded by the restricted unpickler.  (Not
-    ``driver._load_stored``: another process may have hashed other sources.)"""
+    ``compiler._load_stored``: another process may have hashed other sources.)"""
     from tensorlang.plan import Plan
 
     tag, payload = diskcache.safe_loads(path.read_bytes())
@@ -88,7 +91,7 @@ def test_one_root_with_private_folders(cache: Path) -> None:
     assert diskcache.vendor_folder("abc") == cache / VENDORS / "abc"
     assert diskcache.tune_file() == cache / "tune.json"
     assert build.cache_directory() == str(cache / BINARIES)
-    assert driver.lowered_cache_directory() == cache / LOWERED
+    assert compiler.lowered_cache_directory() == cache / LOWERED
     for path in (cache, cache / LOWERED, cache / BINARIES, cache / VENDORS / "abc"):
         assert _mode(path) == 0o700, path
 
@@ -227,7 +230,7 @@ def test_describe_and_clear(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_cache_command(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``tlc cache info`` and ``tlc cache clear`` print describe() and clear()."""
-    from backend_opencl import cli
+    from backend_opencl.tools import cli
 
     _store("a", 2000)
     assert cli.main(["cache", "info"]) == 0
@@ -262,7 +265,7 @@ def test_damaged_lowered_program_is_a_miss_and_replaced(
     path.write_bytes(DAMAGES[damage](path.read_bytes()))
     _run_small(monkeypatch, seed=1)
     assert diskcache.STATS[LOWERED, "misses"] == 2 and diskcache.STATS[LOWERED, "stores"] == 2
-    assert driver._load_stored(path) is not None
+    assert compiler._load_stored(path) is not None
     _run_small(monkeypatch, seed=2)
     assert diskcache.STATS[LOWERED, "hits"] == 2  # _load_stored above, then the compile
 
@@ -322,10 +325,10 @@ def test_planted_lowered_program_is_not_run_and_replaced(
     _run_small(monkeypatch)
     (path,) = _lowered_files(cache)
     marker = tmp_path / "ran"
-    path.write_bytes(pickle.dumps((driver._source_hash(), _Call(os.system, f"touch {marker}"))))
+    path.write_bytes(pickle.dumps((compiler._source_hash(), _Call(os.system, f"touch {marker}"))))
     _run_small(monkeypatch, seed=1)
     assert not marker.exists()
-    assert driver._load_stored(path) is not None
+    assert compiler._load_stored(path) is not None
 
 
 TUNE_DAMAGES = {
@@ -340,7 +343,7 @@ def test_damaged_tune_file_is_ignored_and_replaced(cache: Path, damage: str) -> 
     path = diskcache.tune_file()
     assert path is not None
     path.write_bytes(TUNE_DAMAGES[damage])
-    assert tune._load() == {}
+    assert tuned.load() == {}
     module = backend_opencl.compile(TINY_GEMM)
     rng = np.random.default_rng(4)
     A, B, C = (np.asfortranarray(rng.standard_normal(s), dtype=np.float32)
@@ -356,8 +359,8 @@ def test_tune_file_keeps_other_entries(cache: Path) -> None:
     path = diskcache.tune_file()
     assert path is not None
     path.write_text(json.dumps({"other|k|1": [8, 2, 1], "bad": [0, 1]}))
-    assert tune._load() == {"other|k|1": [8, 2, 1]}
-    assert diskcache.update_json(path, {"new|k|2": [4, 4]}, keep=tune._is_choice)
+    assert tuned.load() == {"other|k|1": [8, 2, 1]}
+    assert diskcache.update_json(path, {"new|k|2": [4, 4]}, keep=tuned.is_choice)
     assert json.loads(path.read_text()) == {"other|k|1": [8, 2, 1], "new|k|2": [4, 4]}
 
 
@@ -551,7 +554,7 @@ def test_stored_programs_need_only_allowed_globals(cache: Path,
     named: set[tuple[str, str]] = set()
     for path in files:
         named |= _globals(path.read_bytes())
-        assert driver._load_stored(path) is not None, path
+        assert compiler._load_stored(path) is not None, path
     outside = {g for g in named if not diskcache._in_tlc(g[0])}
     assert outside <= diskcache.ALLOWED_GLOBALS, outside - diskcache.ALLOWED_GLOBALS
     assert ("numpy", "dtype") in outside

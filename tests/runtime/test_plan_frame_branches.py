@@ -9,7 +9,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from backend_opencl import plan_exec, plan_frame
+from backend_opencl.exec import executable, frame
 from tensorlang.plan import Buffer, Case, Free, Launch, Plan
 from tests.lowering.test_executor_io import call_concurrently
 from tests.runtime.test_plan_frames import _fresh, poison  # noqa: F401 (poison: a fixture)
@@ -78,7 +78,7 @@ def test_a_free_inside_a_branch_frees_no_slot() -> None:
         Launch("k", (0, 1), 1),
         Case(5, ((Launch("k", (1, 2), 1), Free((1,))), (Launch("k", (0, 3), 1),))),
         Launch("k", (0, 4), 1)))
-    layout = plan_frame.Layout(plan, dynamic=frozenset({0, 5}), constants=frozenset())
+    layout = frame.Layout(plan, dynamic=frozenset({0, 5}), constants=frozenset())
     s = layout.slot_of
     assert layout.ok and len({s[b] for b in range(5)}) == 5
 
@@ -94,7 +94,7 @@ def test_every_branch_against_numpy(index: int) -> None:
 def test_if_on_a_computed_predicate_agrees_with_the_step_by_step_executor(monkeypatch) -> None:
     framed = _fresh(IF)
     framed(np.ones((64, 16), np.float32))  # the plan is resolved at the first call
-    monkeypatch.setenv(plan_exec.FRAMES_ENV, "0")
+    monkeypatch.setenv(executable.FRAMES_ENV, "0")
     stepped = _fresh(IF)
     for sign in (1, -1, 1):
         x = sign * np.abs(RNG.standard_normal((64, 16))).astype(np.float32)
@@ -105,7 +105,7 @@ def test_if_on_a_computed_predicate_agrees_with_the_step_by_step_executor(monkey
 
 
 def test_warm_calls_in_either_branch_make_no_kernels(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     exe = _fresh(CASE)
     first = _case_inputs(0)
     kept = exe(*first)
@@ -121,7 +121,7 @@ def test_warm_calls_in_either_branch_make_no_kernels(monkeypatch) -> None:
 
 
 def test_concurrent_calls_in_different_branches(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     exe = _fresh(CASE)
     data = [_case_inputs(i) for i in (0, 1, 2, 3)]
 
@@ -138,27 +138,27 @@ def test_the_gate_opens_before_a_predicate_read_and_after_the_enqueues(monkeypat
     exe = _fresh(CASE)
     args = _case_inputs(1)
     _check_case(exe(*args), args)
-    if not plan_frame.Frame(exe, exe._frames.layout).gated:
+    if not frame.Frame(exe, exe._frames.layout).gated:
         pytest.skip("no gate on this device")
     reads: list[object] = []
-    real = plan_frame.Frame.scalar
+    real = frame.Frame.scalar
 
-    def scalar(self: plan_frame.Frame, bid: int) -> object:
+    def scalar(self: frame.Frame, bid: int) -> object:
         value = real(self, bid)
         reads.append(self.gate)
         return value
 
     closed: list[object] = []
-    real_close = plan_frame.Frame._close
+    real_close = frame.Frame._close
 
-    def close(self: plan_frame.Frame) -> None:
+    def close(self: frame.Frame) -> None:
         real_close(self)
         closed.append(self.gate)
 
-    monkeypatch.setattr(plan_frame.Frame, "scalar", scalar)
-    monkeypatch.setattr(plan_frame.Frame, "_close", close)
+    monkeypatch.setattr(frame.Frame, "scalar", scalar)
+    monkeypatch.setattr(frame.Frame, "_close", close)
     _check_case(exe(*args), args)
     assert reads == [None]
     assert len(closed) == 2 and all(g is not None for g in closed)  # the call, the branch
-    monkeypatch.setenv(plan_frame.GATE_ENV, "0")
-    assert not plan_frame.Frame(exe, exe._frames.layout).gated
+    monkeypatch.setenv(frame.GATE_ENV, "0")
+    assert not frame.Frame(exe, exe._frames.layout).gated

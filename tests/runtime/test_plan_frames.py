@@ -1,4 +1,4 @@
-"""Prepared frames of straight-line plans (``backend_opencl.plan_frame``): buffers share
+"""Prepared frames of straight-line plans (``backend_opencl.exec.frame``): buffers share
 slots only when their lifetimes do not overlap, warm calls make no kernel objects,
 results never alias each other or a later call's, frames agree with the step-by-step
 executor, misaligned numpy arguments are bound in place; all against numpy."""
@@ -10,8 +10,9 @@ import pyopencl as cl
 import pytest
 
 import backend_opencl
-from backend_opencl import plan_exec, plan_frame
-from backend_opencl.runtime import get_device, memory
+from backend_opencl.exec import executable, frame
+from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl import memory
 from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
 from tests.lowering.test_executor_io import call_concurrently, record_in_place_bindings
 
@@ -52,13 +53,13 @@ def _check(outs: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
 @pytest.fixture(autouse=True)
 def poison(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fresh frames of poisoned buffers unless a test turns it off."""
-    monkeypatch.setattr(plan_exec, "POISON", True)
+    monkeypatch.setattr(executable, "POISON", True)
 
 
-def _fresh(text: str) -> plan_exec.Executable:
+def _fresh(text: str) -> executable.Executable:
     """A new executable (not the driver's cached one) for ``text``."""
     exe = backend_opencl.compile_stablehlo(text)
-    return plan_exec.Executable(exe.plan, exe.module, exe.device, exe.name,
+    return executable.Executable(exe.plan, exe.module, exe.device, exe.name,
                                 exe.arg_dtypes, exe.result_dtypes)
 
 
@@ -69,7 +70,7 @@ def test_slots_are_shared_only_between_disjoint_lifetimes() -> None:
         Launch("k", (1, 2), 1), Free((1,)),
         Launch("k", (2, 5), 1), Launch("k", (5, 3), 1), Free((2, 5)),
         Copy(3, 4), Free((3,))))
-    layout = plan_frame.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
+    layout = frame.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
     assert layout.ok
     s = layout.slot_of
     assert s[1] == s[3] != s[2] and s[0] == s[2]  # reused after Free, same dtype and size
@@ -82,14 +83,14 @@ def test_a_buffer_used_after_its_free_turns_frames_off() -> None:
     plan = Plan(buffers=(Buffer(0, "f32", (8,)), Buffer(1, "f32", (8,))), params=(0,),
                 results=(1,), steps=(Launch("k", (0, 1), 1), Free((1,)),
                                      Launch("k", (0, 1), 1)))
-    assert not plan_frame.Layout(plan, frozenset({0}), frozenset()).ok
+    assert not frame.Layout(plan, frozenset({0}), frozenset()).ok
 
 
 def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
     args = _inputs()
     framed = _fresh(CHAIN)
     a = framed(*args)  # the plan is resolved at the first call
-    monkeypatch.setenv(plan_exec.FRAMES_ENV, "0")
+    monkeypatch.setenv(executable.FRAMES_ENV, "0")
     stepped = _fresh(CHAIN)
     b = stepped(*args)
     assert framed._frames is not None and stepped._frames is None
@@ -99,7 +100,7 @@ def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
 
 
 def test_warm_calls_reuse_one_frame_and_make_no_kernels(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     exe = _fresh(CHAIN)
     first = _inputs()
     kept = exe(*first)
@@ -122,7 +123,7 @@ def test_results_of_one_call_never_share_memory() -> None:
 
 
 def test_concurrent_calls_take_their_own_frames(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     exe = _fresh(CHAIN)
     data = [_inputs() for _ in range(4)]
 
@@ -166,7 +167,7 @@ def _at(x: np.ndarray, shift: int) -> np.ndarray:
 
 
 def test_result_memory_is_reused_only_after_the_result_is_gone(monkeypatch) -> None:
-    monkeypatch.setattr(plan_exec, "POISON", False)
+    monkeypatch.setattr(executable, "POISON", False)
     n = 128  # 64 KiB results: bound in place, from leased memory
     t = f"tensor<{n}x{n}xf32>"
     exe = _fresh(f"""func.func public @main(%a: {t}) -> ({t}, {t}) {{

@@ -10,7 +10,8 @@ import time
 import pyopencl as cl
 import pytest
 
-from backend_opencl.runtime import get_device, launch
+from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl import launch
 
 
 def _later(event: cl.UserEvent, seconds: float, status: int) -> threading.Thread:

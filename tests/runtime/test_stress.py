@@ -42,7 +42,8 @@ def test_commands_run_late() -> None:
           %zero = constant 0.0 : f32
           axpby.n %two, %x, %zero, %x : f32, memref<f32x64>, f32, memref<f32x64>
         }''')
-        from backend_opencl.runtime import buffers, get_device, launch
+        from backend_opencl.runtime.opencl import buffers, launch
+        from backend_opencl.runtime import get_device
         dev = get_device()
         x = buffers.upload(dev, np.arange(64, dtype=np.float32))
         kernel = mod.twice

@@ -57,7 +57,7 @@ func @scale(%a: f64, %x: memref<f64x?x?>, %z: memref<f64x?x?>) work_group_size(1
 
 @pytest.fixture(scope="module")
 def queue() -> Any:
-    from backend_opencl.runtime import sycl
+    from backend_opencl.runtime.sycl import queue as sycl
 
     return sycl.queue("opencl:cpu")
 
@@ -194,7 +194,8 @@ def test_device_facts_from_dpctl_when_pyopencl_does_not_see_it(
     import dpctl
 
     import backend_opencl
-    from backend_opencl.runtime import devices, sycl
+    from backend_opencl.runtime.opencl import devices
+    from backend_opencl.runtime.sycl import queue as sycl
 
     monkeypatch.setattr(devices, "list_devices", lambda: [])
     other = dpctl.SyclQueue(queue.sycl_context, queue.sycl_device, property="in_order")
@@ -321,10 +322,10 @@ def test_stablehlo_mlp_on_the_queue(queue: Any) -> None:
 def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import backend_opencl
-    from backend_opencl import sycl_exec
+    from backend_opencl.exec import sycl_executable
 
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(sycl_exec, "_EXECUTABLES", {})
+    monkeypatch.setattr(sycl_executable, "_EXECUTABLES", {})
     text, inputs, want = _mlp()
     backend_opencl.compile_stablehlo(text, device=queue)
     assert list((tmp_path / "lowered").glob("*.pickle"))
@@ -332,8 +333,8 @@ def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
     def no_lowering(*args: Any) -> None:
         raise AssertionError("lowered again")
 
-    monkeypatch.setattr(sycl_exec, "_EXECUTABLES", {})
-    monkeypatch.setattr(sycl_exec, "_lowered", no_lowering)
+    monkeypatch.setattr(sycl_executable, "_EXECUTABLES", {})
+    monkeypatch.setattr(sycl_executable, "_lowered", no_lowering)
     (got,) = backend_opencl.compile_stablehlo(text, device=queue)(*inputs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
@@ -452,7 +453,8 @@ def test_stablehlo_case_and_if_on_the_queue(queue: Any, index: int) -> None:
 def test_queue_without_usm_refused() -> None:
     import dpctl
 
-    from backend_opencl.runtime import DeviceError, sycl
+    from backend_opencl.runtime import DeviceError
+    from backend_opencl.runtime.sycl import queue as sycl
 
     sycl.prepare()
     plain = [d for d in dpctl.get_devices() if not d.has_aspect_usm_device_allocations]
@@ -478,7 +480,7 @@ def test_example_runs() -> None:
 
 
 def test_tlc_devices_lists_sycl_devices() -> None:
-    done = subprocess.run([sys.executable, "-m", "backend_opencl.cli", "devices", "--sycl"],
+    done = subprocess.run([sys.executable, "-m", "backend_opencl.tools.cli", "devices", "--sycl"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     listed = done.stdout.split("SYCL devices", 1)[1]
@@ -491,7 +493,8 @@ import sys
 sys.modules["dpctl"] = None  # as if dpctl were not installed
 import numpy as np
 import backend_opencl
-from backend_opencl.runtime import DeviceError, sycl
+from backend_opencl.runtime import DeviceError
+from backend_opencl.runtime.sycl import queue as sycl
 assert not sycl.is_queue(object())
 try:
     sycl.queue()

@@ -7,7 +7,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import tensorlang
-from backend_opencl.cli import main
+from backend_opencl.tools.cli import main
 from tensorlang.schedule.affine import Symbols
 from tensorlang.schedule.deps import footprint, fusable
 from tensorlang.schedule.domains import statement

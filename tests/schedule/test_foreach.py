@@ -12,7 +12,7 @@ import pytest
 from loopeval import visit
 
 import tensorlang
-from backend_opencl.driver import compile_program
+from backend_opencl.api.compiler import compile_program
 from backend_opencl.emit.target import Target
 from tensorlang.schedule.affine import Symbols
 from tensorlang.schedule.deps import footprint

@@ -92,7 +92,7 @@ def run_function(part: Module, func: Func, session: Session) -> str | None:
 def _compile_and_run(part: Module, name: str, inputs: Sequence[np.ndarray],
                      session: Session) -> tuple[list[np.ndarray], list[tuple[Any, Any]]]:
     """The function's own results and its (record, value) pairs."""
-    from backend_opencl.driver import compile_lowered
+    from backend_opencl.api.compiler import compile_lowered
     from frontend.lower import lower_function
 
     lowered = lower_function(part, name)
@@ -371,7 +371,7 @@ def main(path: str, text: str, *, probe_dir: str | None = "probe", infeed: str |
     failed = sum(why is not None for why in outcome.values())
     write(f"{len(outcome) - failed} passed, {failed} failed")
     if outfeed:
-        from backend_opencl.cli import save_arrays
+        from backend_opencl.tools.files import save_arrays
 
         save_arrays(outfeed, {f"out{i}": a for i, a in enumerate(session.outfeed)})
     return 1 if failed else 0

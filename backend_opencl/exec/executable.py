@@ -23,7 +23,7 @@ device: used in place when the plan does not write them, else copied device-to-d
 Several threads may call one executable at once.
 
 A plan without host loops (launches of flat-buffer kernels, copies, frees and branches of
-such steps: most programs) runs as prepared frames (:mod:`backend_opencl.plan_frame`):
+such steps: most programs) runs as prepared frames (:mod:`backend_opencl.exec.frame`):
 buffers assigned and kernel arguments set once, a warm call only binds its parameters and
 enqueues. Other plans are resolved once per executable into a tree of step functions: a
 launch whose arguments are all plain buffers (the lowering's flat memrefs; no bounds
@@ -34,7 +34,7 @@ dtype and size, from which later allocations are served; the pool outlives a cal
 warm call allocates nothing (except under ``POISON``, where every call starts from fresh,
 poisoned buffers). Constants are uploaded once per executable.
 
-Host callbacks (``Callback`` steps, :func:`plan_steps.callback`) call the Python functions
+Host callbacks (``Callback`` steps, :func:`steps.callback`) call the Python functions
 the executable was given (:meth:`Executable.with_callbacks`) in program order, inside host
 loops and branches too: a plan with one runs step by step.  A token parameter
 (``!stablehlo.token``: no data) takes None, and a token result is None.
@@ -50,10 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl import plan_frame, plan_steps
-from backend_opencl.device_array import DeviceArray
-from backend_opencl.module import NUMPY_DTYPES, max_allocation
-from backend_opencl.runtime import buffers, launch, memory, profile
+from backend_opencl.exec import frame, steps
+from backend_opencl.exec.device_array import DeviceArray
+from backend_opencl.exec.module import NUMPY_DTYPES, max_allocation
+from backend_opencl.runtime import profile
+from backend_opencl.runtime.opencl import buffers, launch, memory
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Callback, Copy, Launch, Plan, Step
 
@@ -99,7 +100,7 @@ class Executable:
         self._align = memory.host_alignment(device)  # 0: numpy arrays are copied
         self._anywhere = memory.binds_anywhere(device)
         self._written: frozenset[int] | None = None
-        self._frames: plan_frame.Frames | None = None
+        self._frames: frame.Frames | None = None
         self._in_place_results = self._results_in_place()
         self._params = tuple((bid, None if dtype is None else np.dtype(dtype),
                               plan.buffer(bid).shape)
@@ -144,7 +145,7 @@ class Executable:
     def dispatch(self, *arrays: Any) -> tuple[DeviceArray | None, ...]:
         """Call without waiting: enqueue the call's commands and return its results as
         :class:`DeviceArray` s that stay on the device until read (see
-        :mod:`backend_opencl.device_array`).  Arguments are taken as they are at the call
+        :mod:`backend_opencl.exec.device_array`).  Arguments are taken as they are at the call
         (numpy arrays are copied before it returns).  A plan with host loops or
         callbacks, which reads the device as it goes, runs as a plain call."""
         args = self.check(arrays)
@@ -168,7 +169,7 @@ class Executable:
             frames.give(run)
             raise
 
-    def _device_results(self, run: Any, args: list[Any], frames: plan_frame.Frames
+    def _device_results(self, run: Any, args: list[Any], frames: frame.Frames
                         ) -> tuple[DeviceArray | None, ...]:
         """The results of a call that did not wait; its frame goes back once the results
         over the frame's own memory are read or dropped."""
@@ -206,24 +207,24 @@ class Executable:
         with self._lock:
             if self._steps is None:
                 self._check_sizes()
-                self._written = plan_steps.written_buffers(self.plan.steps, self.module)
+                self._written = steps.written_buffers(self.plan.steps, self.module)
                 resolver = _Resolver(self)
                 self._frames = self._prepared_frames(resolver)
                 self._steps = () if self._frames else resolver.steps(self.plan.steps)
 
-    def _prepared_frames(self, resolver: _Resolver) -> plan_frame.Frames | None:
+    def _prepared_frames(self, resolver: _Resolver) -> frame.Frames | None:
         """The frames of a plan without host loops (None: the plan has a host loop or a
         launch that needs the checked kernel call; ``TLC_FRAMES=0`` turns them off)."""
         plan = self.plan
-        if os.environ.get(FRAMES_ENV) == "0" or not plan_frame.framed(
+        if os.environ.get(FRAMES_ENV) == "0" or not frame.framed(
                 plan.steps, resolver.direct_launch):
             return None
         dynamic = frozenset(plan.params) | {bid for bid, direct in
                                             zip(plan.results, self._in_place_results,
                                                 strict=True) if direct}
         constants = frozenset(bid for bid, b in enumerate(plan.buffers) if b.init is not None)
-        layout = plan_frame.Layout(plan, dynamic, constants)
-        return plan_frame.Frames(self, layout, fresh=lambda: POISON) if layout.ok else None
+        layout = frame.Layout(plan, dynamic, constants)
+        return frame.Frames(self, layout, fresh=lambda: POISON) if layout.ok else None
 
     def _check_sizes(self) -> None:
         """LaunchError when a buffer of the plan exceeds the device's largest allocation
@@ -370,20 +371,20 @@ class Executable:
         """The arguments as numpy arrays (pyopencl arrays as they are), or LaunchError
         naming the first mistake."""
         params = self._params
-        plan_steps.check_argument_count(self.name, arrays, params)
+        steps.check_argument_count(self.name, arrays, params)
         hosts = []
         for i, (a, (_, dtype, shape)) in enumerate(zip(arrays, params, strict=True)):
             if type(a) is np.ndarray and a.dtype == dtype and a.shape == shape:
                 hosts.append(a)  # the common case, checked
                 continue
             if dtype is None:
-                hosts.append(plan_steps.token_argument(self.name, i, a))
+                hosts.append(steps.token_argument(self.name, i, a))
                 continue
             if memory.is_device_array(a):
                 self._check_device_array(i, a)
             arr = a if isinstance(a, (np.ndarray, DeviceArray)) or memory.is_device_array(a) \
                 else np.asarray(a)
-            hosts.append(plan_steps.checked_array(self.name, i, arr, dtype, shape))
+            hosts.append(steps.checked_array(self.name, i, arr, dtype, shape))
         return hosts
 
     def _check_device_array(self, i: int, arr: Any) -> None:
@@ -425,9 +426,9 @@ class _Resolver:
             return lambda run: run.enqueued(buffers.copy(device, run.get(dst), run.get(src)))
         if isinstance(step, Callback):
             exe = self.exe
-            return plan_steps.callback(step, exe.plan, exe._storage, exe.host_callbacks,
+            return steps.callback(step, exe.plan, exe._storage, exe.host_callbacks,
                                        exe.name)
-        control = plan_steps.control_step(step, self.step)
+        control = steps.control_step(step, self.step)
         assert control is not None, step
         return control
 
@@ -449,7 +450,7 @@ class _Resolver:
         """True when the launch's kernel takes exactly its buffers as flat memrefs of their
         dtype and size (one pointer parameter each) and has no bounds guards."""
         exe = self.exe
-        return plan_steps.takes_flat_buffers(exe.module.kernels[step.kernel].info, step.args,
+        return steps.takes_flat_buffers(exe.module.kernels[step.kernel].info, step.args,
                                              exe.plan, exe._storage)
 
 

@@ -2,7 +2,7 @@
 
 ``compile_program`` parses (if given text), runs the back end's pass pipeline on a copy
 (the caller's program is never modified), generates OpenCL C for the chosen device,
-builds it once (cached) and returns a :class:`~backend_opencl.module.Module`.
+builds it once (cached) and returns a :class:`~backend_opencl.exec.module.Module`.
 
 ``compile_stablehlo_program`` keeps what lowering a StableHLO program produced (the host
 plan, the OpenCL C source and its kernels' launch facts) in a disk cache keyed by the
@@ -13,7 +13,6 @@ from the driver's or pyopencl's cache (``runtime/build.py``).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backend_opencl import progress
+from backend_opencl.api.tuned import cached_target
 from backend_opencl.memo import Memo
 from tensorlang.diagnostics import TlcError
 from tensorlang.ir.core import Program
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from backend_opencl.emit import EmittedProgram, Target
 
 
-def _as_program(program: Any, filename: str = "<string>") -> Program:
+def as_program(program: Any, filename: str = "<string>") -> Program:
+    """``program`` itself, or tensor-language text parsed; TlcError for anything else."""
     if isinstance(program, Program):
         return program
     if isinstance(program, str):
@@ -48,7 +49,8 @@ def target_from_device(device: Any) -> Target:
     return derive(device)
 
 
-def _device(device: Any) -> Any:
+def device_of(device: Any) -> Any:
+    """``device`` when it is a ``runtime.Device``, else the device a spec (or None) picks."""
     from backend_opencl.runtime import Device, get_device
 
     return device if isinstance(device, Device) else get_device(device)
@@ -113,11 +115,10 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     need before it runs, and the accesses the host cannot check are guarded (docs/abi.md,
     "Launch checks"); StableHLO executables, whose plans bind their own buffers, skip it.
     """
-    from backend_opencl.module import Module
-    from backend_opencl.tune import cached_target
+    from backend_opencl.exec.module import Module
 
-    prog = _as_program(program)
-    dev = _device(device)
+    prog = as_program(program)
+    dev = device_of(device)
     with progress.compiling(_program_name(prog)):
         if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
             target = cached_target(prog, dev, target_from_device(dev))
@@ -142,7 +143,7 @@ def tensor_language(program: Any, entry: str = "main",
     them apply there; ``host_callbacks``: how many Python functions its host callbacks
     would have, None: none)."""
     if not _is_stablehlo_module(program):
-        return _as_program(program)
+        return as_program(program)
     from frontend.lower import lower_function
 
     parts = program.parts or [program]
@@ -174,7 +175,7 @@ def _target_or_default(device: Any) -> Target:
     from backend_opencl.runtime import DeviceError
 
     try:
-        return target_from_device(_device(device))
+        return target_from_device(device_of(device))
     except DeviceError:
         if device is not None:
             raise
@@ -216,7 +217,7 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
     one), as jax's lowering keeps them; without them such a program is a CompileError at
     the callback.  The cache keeps the executable without them (keyed by their number);
     the one returned calls them."""
-    dev = _device(device)
+    dev = device_of(device)
     count = None if host_callbacks is None else len(host_callbacks)
     key = (text, filename, entry, dev.key, count, check_bounds)
     exe = _EXECUTABLES.get(key)
@@ -306,8 +307,8 @@ def _load_executable(path: Path, dev: Any) -> Any:
     stored = _load_stored(path)
     if stored is None:
         return None
-    from backend_opencl.module import Module
-    from backend_opencl.plan_exec import Executable
+    from backend_opencl.exec.executable import Executable
+    from backend_opencl.exec.module import Module
 
     plan, program, written, entry, arg_dtypes, result_dtypes = stored
     module = Module(program, None, dev, written) if program is not None else None
@@ -332,11 +333,11 @@ def _part_with(parts: list[Any], entry: str) -> Any:
 
 def compile_lowered(lowered: Any, device: Any = None) -> Any:
     """An executable for an already lowered function (``frontend.lower.Lowered``)."""
-    return _executable(lowered, _device(device), lowered.func.name.strip('"'))
+    return _executable(lowered, device_of(device), lowered.func.name.strip('"'))
 
 
 def _executable(lowered: Any, dev: Any, entry: str, check_bounds: bool = False) -> Any:
-    from backend_opencl.plan_exec import Executable
+    from backend_opencl.exec.executable import Executable
 
     program = _kernels_program(lowered)
     module = compile_program(program, dev, check_bounds=check_bounds,
@@ -360,16 +361,7 @@ def _check_dtype(lowered: Any, i: int) -> Any:
     """The numpy dtype of the i-th check result (the checked value's buffer)."""
     import numpy as np
 
-    from backend_opencl.module import NUMPY_DTYPES
+    from backend_opencl.exec.module import NUMPY_DTYPES
 
     bid = lowered.plan.results[len(lowered.func.result_types) + i]
     return np.dtype(NUMPY_DTYPES[lowered.plan.buffer(bid).dtype])
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """``tlc run``: :func:`backend_opencl.cli.run_program` (inputs, listing, output formats,
-    ``-v`` phases)."""
-    from backend_opencl.cli import run_program
-
-    return run_program(args)
-

@@ -105,7 +105,7 @@ def kernel_usage(func: Function, path: str, problem: str) -> str:
 
 def _argument_row(arg: Value, written: bool) -> Row:
     """``%name``, the type, and the number or numpy shape and dtype to pass."""
-    from backend_opencl.module import NUMPY_DTYPES
+    from backend_opencl.exec.module import NUMPY_DTYPES
     from tensorlang.ir.types import GroupType, ScalarType, dim_str
 
     t = arg.type
@@ -188,20 +188,20 @@ class Phases:
     def compile(self, text: str, args: argparse.Namespace) -> Any:
         """The executable of ``args.file``: through the compile caches, or with ``-v``
         phase by phase (parse and verify, lower, generate and build; no cache)."""
-        from backend_opencl import driver
+        from backend_opencl.api import compiler
 
         if not self.enabled or args.check_bounds:
             with self("compile", "cached in memory and on disk"):
-                return driver.compile_stablehlo_program(text, device=args.device,
+                return compiler.compile_stablehlo_program(text, device=args.device,
                                                         filename=args.file, entry=args.entry,
                                                         check_bounds=args.check_bounds)
         return self._compile_phases(text, args)
 
     def _compile_phases(self, text: str, args: argparse.Namespace) -> Any:
         import frontend
-        from backend_opencl import driver
+        from backend_opencl.api import compiler
         from backend_opencl.runtime import device_reason, get_device
-        from backend_opencl.runtime.build import STATS
+        from backend_opencl.runtime.opencl.build import STATS
         from frontend.lower import lower_function
 
         with self("device"):
@@ -215,7 +215,7 @@ class Phases:
             lowered = lower_function(part, args.entry)
         built, seconds = STATS.builds, STATS.seconds
         with self("generate", "passes, schedule, OpenCL C, build"):
-            exe = driver.compile_lowered(lowered, dev)
+            exe = compiler.compile_lowered(lowered, dev)
         name, total, detail = self.rows[-1]
         build = STATS.seconds - seconds
         self.rows[-1] = (name, total - build, "passes, schedule, OpenCL C")

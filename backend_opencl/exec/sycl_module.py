@@ -1,8 +1,8 @@
 """A compiled module on a SYCL queue: ``backend_opencl.compile(text, device=queue)``.
 
 The kernels are the OpenCL C of the OpenCL route, built through dpctl and submitted to
-the ``dpctl.SyclQueue`` (:mod:`backend_opencl.runtime.sycl`).  A kernel takes what a
-:class:`~backend_opencl.module.Kernel` takes, checked the same way before anything runs
+the ``dpctl.SyclQueue`` (:mod:`backend_opencl.runtime.sycl.queue`).  A kernel takes what a
+:class:`~backend_opencl.exec.module.Kernel` takes, checked the same way before anything runs
 (:class:`~tensorlang.diagnostics.LaunchError` naming the argument), plus USM memory:
 
 - a USM array (``__sycl_usm_array_interface__``: ``dpctl.tensor``, dpnp) binds to a memref
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
-from backend_opencl.module import (
+from backend_opencl.exec.module import (
     NUMPY_DTYPES,
     RECORD_LONGS,
     Group,
@@ -39,7 +39,8 @@ from backend_opencl.module import (
     raise_recorded_violation,
     written_by_kernel,
 )
-from backend_opencl.runtime import launch, memory, sycl
+from backend_opencl.runtime.opencl import launch, memory
+from backend_opencl.runtime.sycl import queue as sycl
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
@@ -47,19 +48,17 @@ from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 Binder = Callable[[], tuple[list[Any], Callable[[], None] | None]]
 
 
-def compile_for_queue(program: Any, queue: Any, autotune: bool = False,
-                      check_bounds: bool = False, launch_checks: bool = True) -> SyclModule:
+def compile_for_queue(program: Any, queue: Any, check_bounds: bool = False,
+                      launch_checks: bool = True) -> SyclModule:
     """Compile tensor-language text or a Program for the device of SYCL ``queue``."""
-    from backend_opencl import driver
-    from backend_opencl.tune import cached_target, tune
+    from backend_opencl.api import compiler
+    from backend_opencl.api.tuned import cached_target
 
     device = sycl.sycl_device(queue)
-    prog = driver._as_program(program)
-    if autotune and device.facts.cl_device is not None:  # tuned through pyopencl
-        tune(prog, device=device.facts)
-    target = cached_target(prog, device.facts, driver.target_from_device(device.facts))
+    prog = compiler.as_program(program)
+    target = cached_target(prog, device.facts, compiler.target_from_device(device.facts))
     contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
-    emitted = driver.lower(prog, target, check_bounds, contracts)
+    emitted = compiler.lower(prog, target, check_bounds, contracts)
     return SyclModule(emitted, prog, device, contracts)
 
 
@@ -93,13 +92,13 @@ class SyclKernel:
         self.device = device
         self.written = written
         self.checks = checks
-        """The launch checks run before a launch (as :class:`~backend_opencl.module.Kernel`)."""
+        """The launch checks run before a launch (as :class:`~backend_opencl.exec.module.Kernel`)."""
         self.kernel = kernel
         self._max_groups = launch.max_groups(device.facts, info.plan.work_group_size)
 
     def __call__(self, *args: Any, num_groups: int | None = None) -> None:
         """Check the arguments, run ``num_groups`` work-groups (omitted: as
-        :func:`~backend_opencl.module.default_num_groups` says), copy numpy results back."""
+        :func:`~backend_opencl.exec.module.default_num_groups` says), copy numpy results back."""
         abi = self.info.abi
         num_groups = check_call(self.name, self.info, args, num_groups, self._max_groups)
         checked = [self._check(i, a, v, num_groups)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from backend_opencl.runtime.memory import (
+from backend_opencl.runtime.opencl.memory import (
     MEMBER_ALIGN,
     Writeback,
     is_device_array,

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backend_opencl.jax_bridge import _jax, _leaf_key
+from backend_opencl.api.jax.bridge import _jax, _leaf_key
 
 if TYPE_CHECKING:
-    from backend_opencl.jax_bridge import Jitted, _Entry, _Signature
+    from backend_opencl.api.jax.bridge import Jitted, _Entry, _Signature
 
 DIALECTS = ("stablehlo", "tl", "opencl")
 """What :meth:`Compiled.as_text` prints."""
@@ -38,7 +38,7 @@ class Lowered:
         return self._lowered.as_text(dialect, debug_info=debug_info)
 
     def compile(self) -> Compiled:
-        """tlc's executable for this signature (a :class:`backend_opencl.jax_bridge.
+        """tlc's executable for this signature (a :class:`backend_opencl.api.jax.bridge.
         JaxCompileError` where tlc cannot compile it)."""
         entry = self._jitted._entry(self._key, lambda: self._lowered)
         return Compiled(self._jitted, self._key, entry, self._lowered)
@@ -120,10 +120,10 @@ class Compiled:
             return self._lowered.as_text()
         if dialect == "tl":
             import frontend
-            from backend_opencl import driver
-            from backend_opencl.jax_bridge import host_callbacks
+            from backend_opencl.api import compiler
+            from backend_opencl.api.jax.bridge import host_callbacks
 
-            return driver.emit(frontend.parse(self._lowered.as_text()), "tl",
+            return compiler.emit(frontend.parse(self._lowered.as_text()), "tl",
                                host_callbacks=len(host_callbacks(self._lowered)))
         if dialect == "opencl":
             module = self._entry.exe.module
@@ -132,7 +132,7 @@ class Compiled:
 
     def summary(self) -> Summary:
         """The kernels, launches, buffer bytes, parameters and results."""
-        from backend_opencl.module import NUMPY_DTYPES
+        from backend_opencl.exec.module import NUMPY_DTYPES
 
         exe = self._entry.exe
         plan = exe.plan

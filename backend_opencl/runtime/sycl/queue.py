@@ -1,7 +1,7 @@
 """SYCL through dpctl: the only module of tlc that imports dpctl (``pip install 'tlc[sycl]'``).
 
 A ``dpctl.SyclQueue`` on an OpenCL-backend device stands where a
-:class:`~backend_opencl.runtime.devices.Device` does: tlc builds its OpenCL C through
+:class:`~backend_opencl.runtime.opencl.devices.Device` does: tlc builds its OpenCL C through
 dpctl (``dpctl.program.create_program_from_source``), allocates USM memory on the
 queue and submits kernels to it.  Code generation uses the facts of the same device as
 pyopencl sees it (matched by platform, name and driver version), so a kernel is the same
@@ -154,7 +154,7 @@ def sycl_device(q: Any) -> SyclDevice:
 
 def _facts(d: Any) -> Any:
     """The pyopencl view of SYCL device ``d`` when there is one, else facts from dpctl."""
-    from backend_opencl.runtime.devices import Device, list_devices
+    from backend_opencl.runtime.opencl.devices import Device, list_devices
 
     name, driver, platform = d.name.strip(), d.driver_version.strip(), d.sycl_platform.name
     try:
@@ -180,7 +180,7 @@ def _facts(d: Any) -> Any:
 
 def build(device: SyclDevice, source: str, names: Sequence[str]) -> dict[str, Any]:
     """The kernels ``names`` of OpenCL C ``source`` built for the queue's context (cached)."""
-    from backend_opencl.runtime.build import OpenCLBuildError, _save_failed_source
+    from backend_opencl.runtime.opencl.build import OpenCLBuildError, _save_failed_source
 
     dpctl = prepare()
     key = (device.context, device.key, hashlib.sha256(source.encode()).hexdigest())

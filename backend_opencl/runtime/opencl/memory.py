@@ -28,6 +28,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from backend_opencl.runtime.host import aligned_empty, host_span, span_elements
 from backend_opencl.runtime.profile import PROFILE, enabled
 
 Writeback = Callable[[], None]
@@ -94,13 +95,6 @@ def _probe(device: Any, align: int) -> bool:
         return seen == [42.0, 100.0]
     except cl.Error:
         return False
-
-
-def aligned_empty(nbytes: int, align: int) -> np.ndarray:
-    """An uninitialized byte array of ``nbytes`` whose data is ``align``-byte aligned."""
-    raw = np.empty(nbytes + align, np.uint8)
-    start = -raw.ctypes.data % align
-    return raw[start:start + nbytes]
 
 
 def host_buffer(ctx: Any, host: np.ndarray, writes: bool) -> Any:
@@ -217,21 +211,6 @@ def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,
 def is_device_array(obj: object) -> bool:
     """True for a ``pyopencl.array.Array``."""
     return isinstance(obj, cl_array.Array)
-
-
-def span_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
-    """Elements from the first to the last element of a strided array (0 if empty)."""
-    if any(s == 0 for s in shape):
-        return 0
-    return 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
-
-
-def host_span(arr: np.ndarray, elements: int) -> np.ndarray:
-    """A contiguous 1-D view of ``elements`` items starting at ``arr``'s first element."""
-    if elements == arr.size and (arr.flags.f_contiguous or arr.flags.c_contiguous):
-        return arr.ravel(order="K")  # a view: no copy for contiguous arrays
-    return np.lib.stride_tricks.as_strided(arr, shape=(max(elements, 0),),
-                                           strides=(arr.itemsize,), writeable=True)
 
 
 def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,

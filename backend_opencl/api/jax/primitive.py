@@ -42,8 +42,8 @@ from jax.core import ShapedArray
 from jax.extend.core import Primitive, primal_dtype_to_tangent_dtype
 from jax.interpreters import ad, batching, mlir
 
-from backend_opencl.jax_aot import Lowered
-from backend_opencl.jax_bridge import (
+from backend_opencl.api.jax.aot import Lowered
+from backend_opencl.api.jax.bridge import (
     JaxCompileError,
     Jitted,
     _is_key,

@@ -9,7 +9,7 @@ command.  Reading it (``np.asarray``, ``__array__``, ``__dlpack__``, ``item``,
 OpenCL context, it is bound as it stands (the queue is in order, so its commands run
 before the reads of the next call): a chain of calls never round-trips through numpy.
 
-A result in memory of a prepared frame (:mod:`backend_opencl.plan_frame`) holds a
+A result in memory of a prepared frame (:mod:`backend_opencl.exec.frame`) holds a
 :class:`FrameLease`: the frame goes back to its executable only once every result over
 its memory has been read or dropped, so no later call overwrites a result that is still
 in use.  A ``DeviceArray`` is immutable, as jax's arrays are; several threads may read
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl.runtime import buffers, launch
+from backend_opencl.runtime.opencl import buffers, launch
 
 DLPACK_CPU = 1
 """DLPack's device type of host memory (``kDLCPU``): a read result lives there."""

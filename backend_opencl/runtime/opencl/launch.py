@@ -18,7 +18,8 @@ from typing import Any
 
 import pyopencl as cl
 
-from backend_opencl.runtime import memory, profile
+from backend_opencl.runtime import profile
+from backend_opencl.runtime.opencl import memory
 
 
 def get_kernel(program: Any, name: str) -> Any:

@@ -20,7 +20,7 @@ three threads share the two cores of the test VM and the caller waits for a core
 enqueues (under load, medians of the ``ex_*`` programs 46-125 us ungated against 38-61
 gated, and means 2-4 times lower; on a quiet machine the gate costs 1-3 us).
 
-Only parameters and results bound in place (:mod:`backend_opencl.plan_exec`: the caller's
+Only parameters and results bound in place (:mod:`backend_opencl.exec.executable`: the caller's
 memory, or a fresh result array) change between calls: the arguments of the kernels
 that take them are set again on each call.  Concurrent calls take different frames (a
 new one is made when all are in use), so a frame's kernel arguments are never shared
@@ -38,8 +38,9 @@ from typing import Any
 
 import pyopencl as cl
 
-from backend_opencl.device_array import FrameLease
-from backend_opencl.runtime import buffers, launch, profile
+from backend_opencl.exec.device_array import FrameLease
+from backend_opencl.runtime import profile
+from backend_opencl.runtime.opencl import buffers, launch
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
 Op = Callable[[], Any]

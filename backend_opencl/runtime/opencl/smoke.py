@@ -18,7 +18,7 @@ def smoke_test(device: Any = None, n: int = 1000) -> bool:
     import numpy as np
     import pyopencl as cl
 
-    from backend_opencl.runtime.devices import get_device
+    from backend_opencl.runtime.opencl.devices import get_device
 
     dev = get_device(device)
     a = np.arange(n, dtype=np.float32)

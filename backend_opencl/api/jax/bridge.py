@@ -1,4 +1,4 @@
-"""Run JAX functions with tlc: ``tlc.jax.jit(f)`` (also ``backend_opencl.jax_bridge.jit``).
+"""Run JAX functions with tlc: ``tlc.jax.jit(f)`` (also ``backend_opencl.api.jax.bridge.jit``).
 
 ``jit(f, static_argnums=..., static_argnames=..., donate_argnums=..., device=...)``
 returns a callable that, like ``jax.jit``, specialises ``f`` per signature: the pytree
@@ -7,11 +7,11 @@ arguments' values. For a new signature it lowers ``f`` with jax to StableHLO and
 that with :func:`backend_opencl.compile_stablehlo` (kept in memory per signature, and on
 disk by the compile cache, so a second process skips tlc's lowering and code generation;
 jax still traces ``f`` once per process and signature). ``.lower(*args)`` and
-``.compile()`` do the same ahead of time (:mod:`backend_opencl.jax_aot`).
+``.compile()`` do the same ahead of time (:mod:`backend_opencl.api.jax.aot`).
 
 Called with jax tracers (inside ``jax.jit``, ``grad``, ``vmap``, ``eval_shape`` ...) it
 is one application of the ``tlc_call`` primitive, whose rules compile the transformed
-function with tlc (:mod:`backend_opencl.jax_primitive`).
+function with tlc (:mod:`backend_opencl.api.jax.primitive`).
 
 Arguments may be jax arrays, numpy arrays, Python scalars, typed PRNG keys
 (``jax.random.key``: passed as their ``key_data``, as jax lowers them) or tlc's own
@@ -19,7 +19,7 @@ results.  Results come in the pytree structure ``f`` returns (typed keys: keys a
 as **numpy arrays** after a wait for the device by default.  With ``device_results``
 (per function, or for all with :func:`set_device_results` or ``TLC_DEVICE_RESULTS=1``)
 a call returns as soon as its commands are queued, and its results are
-:class:`~backend_opencl.device_array.DeviceArray` s that stay on the device: the next
+:class:`~backend_opencl.exec.device_array.DeviceArray` s that stay on the device: the next
 tlc call takes them without a copy, and ``np.asarray``, ``__array__``, DLPack and
 ``block_until_ready()`` wait for them (jax's asynchronous dispatch).  ``jnp.asarray``
 turns either into jax arrays.
@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from backend_opencl.device_array import DeviceArray
+from backend_opencl.exec.device_array import DeviceArray
 from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, TlcError, note
 
 
@@ -177,7 +177,7 @@ class Jitted:
         self._fast: dict[tuple[Any, ...], _Entry] = {}
         """Entries of calls with only numpy or tlc arrays as positional arguments, by
         :func:`_array_key` (no pytree flattening)."""
-        self._traced: dict[_Signature, Any] = {}  # jax_primitive.Traced per signature
+        self._traced: dict[_Signature, Any] = {}  # primitive.Traced per signature
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -196,9 +196,9 @@ class Jitted:
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """The lowering for these arguments (arrays or ``jax.ShapeDtypeStruct``), as
-        :class:`backend_opencl.jax_aot.Lowered`: ``as_text()`` is the StableHLO tlc
+        :class:`backend_opencl.api.jax.aot.Lowered`: ``as_text()`` is the StableHLO tlc
         compiles, ``compile()`` tlc's executable."""
-        from backend_opencl.jax_aot import Lowered
+        from backend_opencl.api.jax.aot import Lowered
 
         _, key = self._signature(args, kwargs)
         return Lowered(self, key, self._lower(args, kwargs))
@@ -268,14 +268,14 @@ class Jitted:
     def _call_traced(self, leaves: list[Any], key: _Signature) -> Any:
         """A call with jax tracers among the leaves: one ``tlc_call`` (or ``f`` itself
         while jax lowers a program for tlc, which then compiles the whole)."""
-        from backend_opencl import jax_primitive
+        from backend_opencl.api.jax import primitive
 
         if lowering_for_tlc():
             args, kwargs = self._arguments(key, leaves)
             return self.fun(*args, **kwargs)
         traced = self._traced.get(key)
         if traced is None:
-            traced = self._traced.setdefault(key, jax_primitive.Traced(self, key))
+            traced = self._traced.setdefault(key, primitive.Traced(self, key))
         return traced(leaves)
 
     def _lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

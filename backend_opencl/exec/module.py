@@ -24,7 +24,8 @@ import ml_dtypes
 import numpy as np
 
 from backend_opencl.abi import ArgAbi, ParamKind
-from backend_opencl.runtime import buffers, build, device_groups, launch, memory, profile
+from backend_opencl.runtime import profile
+from backend_opencl.runtime.opencl import buffers, build, device_groups, launch, memory
 from tensorlang.diagnostics import BoundsError, LaunchError, note
 from tensorlang.ir.core import Value
 from tensorlang.ir.dtypes import NARROW_DTYPES
@@ -105,7 +106,7 @@ class Group:
 
 class KernelTable:
     """Kernels by name, callable as attributes (``module.name(...)``): what the OpenCL
-    :class:`Module` and the SYCL module (:mod:`backend_opencl.sycl_module`) share."""
+    :class:`Module` and the SYCL module (:mod:`backend_opencl.exec.sycl_module`) share."""
 
     source: str
     kernels: dict[str, Any]

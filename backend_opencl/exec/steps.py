@@ -1,5 +1,6 @@
 """Host step functions shared by the plan executors: the OpenCL one
-(:mod:`backend_opencl.plan_exec`) and the SYCL one (:mod:`backend_opencl.sycl_exec`).
+(:mod:`backend_opencl.exec.executable`) and the SYCL one
+(:mod:`backend_opencl.exec.sycl_executable`).
 
 A step function runs one plan step (:mod:`tensorlang.plan`) on a run object that each
 executor defines (:class:`Run`: its buffers for one call).  What the two executors share
@@ -29,7 +30,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from backend_opencl.module import NUMPY_DTYPES
+from backend_opencl.exec.module import NUMPY_DTYPES
 from tensorlang.diagnostics import CallbackError, LaunchError
 from tensorlang.ir.types import MemRefType
 from tensorlang.plan import (

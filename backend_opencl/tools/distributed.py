@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl.cli import read_input_arrays
 from backend_opencl.distributed.grid import ProcessGrid
 from backend_opencl.distributed.program import grid_for
 from backend_opencl.distributed.transport import Transport
+from backend_opencl.tools.files import read_input_arrays
 from tensorlang.diagnostics import TlcError
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backend_opencl.tools.files import read_input_arrays, read_text, save_arrays, writing
 from tensorlang.diagnostics import TlcError
 
 if TYPE_CHECKING:
@@ -32,27 +32,13 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def _read(path: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise TlcError(f"{path}: error: cannot read file: {err.strerror}") from None
-    try:  # newlines translated as read_text() does
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise TlcError(f"{path}:{line}:{col}: error: the file is not UTF-8 text (byte "
-                       f"0x{data[err.start]:02x})") from None
-
-
 def _is_stablehlo(path: str) -> bool:
     return path.endswith(".mlir")
 
 
 def _load(path: str) -> object:
     """Parse and verify ``path`` as StableHLO or tensor language."""
-    text = _read(path)
+    text = read_text(path)
     if _is_stablehlo(path):
         import frontend
 
@@ -65,34 +51,17 @@ def _load(path: str) -> object:
 def _kernels(args: argparse.Namespace) -> Program:
     """The tensor-language program of ``args.file``: the file itself, or the kernels a
     StableHLO file's ``--entry`` lowers to (as ``tlc compile --emit tl`` prints them)."""
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
 
-    return driver.tensor_language(_load(args.file), args.entry)
-
-
-@contextmanager
-def _writing(path: str) -> Iterator[None]:
-    """An ``OSError`` of the body (writing ``path``) becomes a ``TlcError`` naming it."""
-    try:
-        yield
-    except OSError as err:
-        raise TlcError(f"{path}: error: cannot write file: {err.strerror}") from None
+    return compiler.tensor_language(_load(args.file), args.entry)
 
 
 def _write(text: str, out: str | None) -> None:
     if out is None or out == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    with _writing(out):
+    with writing(out):
         Path(out).write_text(text)
-
-
-def save_arrays(path: str, arrays: dict[str, Any]) -> None:
-    """``np.savez(path, **arrays)``; an unwritable path is a ``TlcError`` naming it."""
-    import numpy as np
-
-    with _writing(path):
-        np.savez(path, **arrays)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -111,9 +80,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
             raise TlcError(f"{args.file}: error: --emit shlo needs a StableHLO (.mlir) input")
         _write(str(program), args.output)
         return 0
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
 
-    _write(driver.emit(program, emit, device=args.device, entry=args.entry,
+    _write(compiler.emit(program, emit, device=args.device, entry=args.entry,
                        check_bounds=args.check_bounds), args.output)
     return 0
 
@@ -124,7 +93,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
     sys.stdout.write(describe_devices(args.device) + "\n")
     if args.sycl:  # SYCL devices through dpctl (docs/devices.md, "SYCL through dpctl")
-        from backend_opencl.runtime.sycl import describe
+        from backend_opencl.runtime.sycl.queue import describe
 
         sys.stdout.write(describe() + "\n")
     return 0
@@ -154,7 +123,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     """``tlc tune FILE``: time register-block candidates of the file's kernels (a
     StableHLO file's, as ``tlc run`` compiles them) on the device, cache the best."""
-    from backend_opencl.tune import tune
+    from backend_opencl.tools.tune import tune
 
     program = _kernels(args)
     try:
@@ -173,34 +142,33 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``tlc run FILE --inputs IN.npz|A.npy,B.npy [-o OUT] [--output-format F]``
-    (through ``driver.run_cli``, the composition root, which calls :func:`run_program`)."""
-    from backend_opencl import driver
-
+    (:func:`run_program`; under MPI, :func:`backend_opencl.tools.distributed.run_cli`)."""
     if args.profile:  # before the device's queue exists: it is made with profiling on
         os.environ["TLC_PROFILE"] = "1"
     if not _is_stablehlo(args.file):
-        return driver.run_cli(args)
+        return run_program(args)
     if args.num_groups is not None:
         raise TlcError("error: --num-groups is for tensor-language kernels; a StableHLO "
                        "program's host plan sets its launches")
     args.entry = args.entry or "main"
-    from backend_opencl import distributed
+    from backend_opencl.distributed import wanted
+    from backend_opencl.tools.distributed import run_cli as run_distributed
 
-    if distributed.wanted(args.file):  # under mpirun, or several replicas / partitions
-        return distributed.run_cli(args)
-    return driver.run_cli(args)
+    if wanted(args.file):  # under mpirun, or several replicas / partitions
+        return run_distributed(args)
+    return run_program(args)
 
 
 def run_program(args: argparse.Namespace) -> int:
     """Compile ``args.file``, bind ``--inputs``, run, and write or print the results (a
     tensor-language file: :func:`run_kernel`)."""
-    from backend_opencl.run_phases import Phases, parameters_usage
+    from backend_opencl.tools.run import Phases, parameters_usage
 
     if not _is_stablehlo(args.file):
         return run_kernel(args)
     phases = Phases(enabled=args.verbose)
     with phases("read", args.file):
-        text = _read(args.file)
+        text = read_text(args.file)
     if not args.inputs:  # listed from a parse alone: nothing is compiled
         usage = parameters_usage(text, args.file, args.entry, "no --inputs given")
         if usage:
@@ -222,27 +190,27 @@ def run_kernel(args: argparse.Namespace) -> int:
     kernel ``--entry``, launch it ``--num-groups`` work-groups, and write or print the
     arguments it writes (named after them)."""
     import tensorlang
-    from backend_opencl import driver, run_phases
-
-    phases = run_phases.Phases(enabled=args.verbose)
+    from backend_opencl.api import compiler
+    from backend_opencl.tools import run
+    phases = run.Phases(enabled=args.verbose)
     with phases("read", args.file):
-        text = _read(args.file)
+        text = read_text(args.file)
     with phases("parse", "tensor language parsed and verified"):
         program = tensorlang.parse(text, filename=args.file)
-    func = run_phases.entry_kernel(program, args.entry, args.file)
+    func = run.entry_kernel(program, args.entry, args.file)
     values = _load_inputs(args.inputs, phases, numbers=True)
     if len(values) != len(func.args):
         problem = f"--inputs gave {len(values)} arrays" if args.inputs else "no --inputs given"
-        raise UsageError(run_phases.kernel_usage(func, args.file, problem))
+        raise UsageError(run.kernel_usage(func, args.file, problem))
     with phases("compile", "passes, schedule, OpenCL C, build (cached)"):
-        kernel = driver.compile_program(program, device=args.device,
+        kernel = compiler.compile_program(program, device=args.device,
                                         check_bounds=args.check_bounds).kernels[func.name]
     groups = {} if args.num_groups is None else {"num_groups": args.num_groups}
     for i in range(args.repeat):
-        bound = run_phases.kernel_arguments(func, values)  # fresh copies: kernels write in place
+        bound = run.kernel_arguments(func, values)  # fresh copies: kernels write in place
         with phases("run" if i == 0 else f"run {i + 1}"):
             kernel(*bound, **groups)
-    _finish(phases, run_phases.kernel_results(func, bound, kernel.written), args)
+    _finish(phases, run.kernel_results(func, bound, kernel.written), args)
     return 0
 
 
@@ -279,32 +247,6 @@ def _number(text: str) -> int | float | complex | None:
         except ValueError:
             pass
     return None
-
-
-_NUMPY_MAGIC = (b"\x93NUMPY", b"PK")
-"""How ``.npy`` files and ``.npz`` archives (zip files) begin."""
-
-
-def read_input_arrays(path: str) -> list[Any]:
-    """The array of an ``.npy`` file, or those of an ``.npz`` in stored order; an
-    unreadable file is a ``TlcError`` naming it."""
-    import zipfile
-    import zlib
-
-    import numpy as np
-
-    try:
-        with open(path, "rb") as f:
-            if not f.read(6).startswith(_NUMPY_MAGIC):
-                raise ValueError("not a .npy or .npz file (np.save and np.savez write them)")
-        data = np.load(path, allow_pickle=False)
-        if isinstance(data, np.ndarray):
-            return [data]
-        with data:
-            return [data[k] for k in data.files]
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        raise TlcError(f"{path}: error: cannot read inputs: {reason}") from None
 
 
 def _write_results(out: dict[str, Any], args: argparse.Namespace) -> None:
@@ -344,13 +286,13 @@ def _print_profile() -> None:
 
 def cmd_interpret(args: argparse.Namespace) -> int:
     """``tlc interpret FILE.mlir``: every module's functions and their check ops
-    (``backend_opencl/interpret.py``)."""
-    from backend_opencl import interpret
+    (``backend_opencl/tools/interpret.py``)."""
+    from backend_opencl.tools import interpret
 
     if not _is_stablehlo(args.file):
         raise TlcError(f"{args.file}: error: tlc interpret runs StableHLO test files "
                        "(.mlir); run a tensor-language kernel with tlc run")
-    return interpret.command(args, _read(args.file))
+    return interpret.command(args, read_text(args.file))
 
 
 def _check_bounds_option(p: argparse.ArgumentParser) -> None:

@@ -2,14 +2,14 @@
 
 ``backend_opencl.compile_stablehlo(text, device=queue)`` lowers the program as for an
 OpenCL device and returns a :class:`SyclExecutable`: its buffers are USM device memory
-of the queue (pooled across calls), its kernels a :class:`~backend_opencl.sycl_module.
+of the queue (pooled across calls), its kernels a :class:`~backend_opencl.exec.sycl_module.
 SyclModule`.  Arguments are numpy arrays (copied in), C-contiguous USM arrays of the
 queue's context or plain USM memory holding the argument's row-major bytes (USM is used in
 place when the plan never writes it); they are checked as
-:class:`~backend_opencl.plan_exec.Executable` checks them.  Results come back as numpy
+:class:`~backend_opencl.exec.executable.Executable` checks them.  Results come back as numpy
 arrays after one wait.  On an in-order queue launches and copies are submitted without
 waiting; on an out-of-order queue each waits for its predecessor.  Host callbacks and
-tokens are handled as :mod:`backend_opencl.plan_exec` handles them.
+tokens are handled as :mod:`backend_opencl.exec.executable` handles them.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from backend_opencl import plan_steps
-from backend_opencl.driver import EXECUTABLES_KEPT
+from backend_opencl.api.compiler import EXECUTABLES_KEPT
+from backend_opencl.exec import steps
+from backend_opencl.exec.module import NUMPY_DTYPES
+from backend_opencl.exec.sycl_module import SyclModule, compile_for_queue
 from backend_opencl.memo import Memo
-from backend_opencl.module import NUMPY_DTYPES
-from backend_opencl.runtime import sycl
-from backend_opencl.sycl_module import SyclModule, compile_for_queue
+from backend_opencl.runtime.sycl import queue as sycl
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Callback, Copy, Launch, Plan, Step
 
@@ -39,22 +39,22 @@ def compile_stablehlo_for_queue(text: str, queue: Any, filename: str = "<string>
                                 ) -> SyclExecutable:
     """Parse, verify and lower StableHLO text; build its kernels for SYCL ``queue``
     (cached per text and queue in this process; the lowered program also on disk, as
-    :func:`backend_opencl.driver.compile_stablehlo_program` keeps it, which also says
+    :func:`backend_opencl.api.compiler.compile_stablehlo_program` keeps it, which also says
     what ``host_callbacks`` are)."""
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
 
     count = None if host_callbacks is None else len(host_callbacks)
     key = (text, filename, entry, queue, count, check_bounds)
     exe = _EXECUTABLES.get(key)
     if exe is None:
         device = sycl.sycl_device(queue)
-        disk = driver._lowered_cache_file((text, filename, entry, device.key, count,
+        disk = compiler._lowered_cache_file((text, filename, entry, device.key, count,
                                            check_bounds))
         exe = _load(disk, device) if disk is not None else None
         if exe is None:
             exe = _lowered(text, device, filename, entry, check_bounds, count)
             if disk is not None:
-                driver._store_executable(disk, exe)
+                compiler._store_executable(disk, exe)
         _EXECUTABLES[key] = exe
     return exe.with_callbacks(host_callbacks) if host_callbacks else exe
 
@@ -64,23 +64,23 @@ def _lowered(text: str, device: sycl.SyclDevice, filename: str, entry: str,
     """Parse, verify and lower StableHLO text (``callbacks``: how many host callbacks the
     executable will have); build its kernels on the queue."""
     import frontend
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
     from frontend.lower import lower_function
 
     module = frontend.parse(text, filename=filename)
-    lowered = lower_function(driver._part_with(module.parts or [module], entry), entry,
+    lowered = lower_function(compiler._part_with(module.parts or [module], entry), entry,
                              callbacks)
-    program = driver._kernels_program(lowered)
+    program = compiler._kernels_program(lowered)
     kernels = compile_for_queue(program, device.queue, check_bounds=check_bounds,
                                 launch_checks=False) if program.functions else None
-    return SyclExecutable(lowered.plan, kernels, device, entry, *driver.value_dtypes(lowered))
+    return SyclExecutable(lowered.plan, kernels, device, entry, *compiler.value_dtypes(lowered))
 
 
 def _load(path: Any, device: sycl.SyclDevice) -> SyclExecutable | None:
     """The executable whose lowered program ``path`` keeps (None: none or unreadable)."""
-    from backend_opencl import driver
+    from backend_opencl.api import compiler
 
-    stored = driver._load_stored(path)
+    stored = compiler._load_stored(path)
     if stored is None:
         return None
     plan, program, written, entry, arg_dtypes, result_dtypes = stored
@@ -94,7 +94,7 @@ class SyclExecutable:
     def __init__(self, plan: Plan, module: SyclModule | None, device: sycl.SyclDevice,
                  name: str, arg_dtypes: list[Any], result_dtypes: list[Any],
                  host_callbacks: Sequence[Callable[..., Any]] = ()) -> None:
-        """As :class:`backend_opencl.plan_exec.Executable`'s."""
+        """As :class:`backend_opencl.exec.executable.Executable`'s."""
         self.plan = plan
         self.module = module
         self.device = device
@@ -109,7 +109,7 @@ class SyclExecutable:
         self._constants: dict[int, Any] = {}
         self._pool: dict[int, list[Any]] = {}  # free USM memory by size in bytes
         self._lock = threading.Lock()
-        self._written = plan_steps.written_buffers(plan.steps, module)
+        self._written = steps.written_buffers(plan.steps, module)
         self._steps = tuple(self._step(s) for s in plan.steps)
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
@@ -144,14 +144,14 @@ class SyclExecutable:
         """The arguments as numpy arrays or :class:`sycl.UsmArray` views, or LaunchError
         naming the first mistake."""
         params = self.plan.params
-        plan_steps.check_argument_count(self.name, arrays, params)
+        steps.check_argument_count(self.name, arrays, params)
         out = []
         for i, (a, bid, dtype) in enumerate(zip(arrays, params, self.arg_dtypes, strict=True)):
             if dtype is None:
-                out.append(plan_steps.token_argument(self.name, i, a))
+                out.append(steps.token_argument(self.name, i, a))
                 continue
             arr = self._usm_argument(i, a, bid) if sycl.is_usm(a) else np.asarray(a)
-            out.append(plan_steps.checked_array(self.name, i, arr, dtype,
+            out.append(steps.checked_array(self.name, i, arr, dtype,
                                                 self.plan.buffer(bid).shape))
         return out
 
@@ -226,9 +226,9 @@ class SyclExecutable:
             return lambda run: sycl.copy(device, run.get(dst), run.get(src),
                                          self.nbytes[src])
         if isinstance(step, Callback):
-            return plan_steps.callback(step, self.plan, self.storage, self.host_callbacks,
+            return steps.callback(step, self.plan, self.storage, self.host_callbacks,
                                        self.name)
-        control = plan_steps.control_step(step, self._step)
+        control = steps.control_step(step, self._step)
         assert control is not None, step
         return control
 
@@ -238,7 +238,7 @@ class SyclExecutable:
         assert self.module is not None
         kernel = self.module.kernels[step.kernel]
         args, groups, device = step.args, step.num_groups, self.device
-        if plan_steps.takes_flat_buffers(kernel.info, args, self.plan, self.storage):
+        if steps.takes_flat_buffers(kernel.info, args, self.plan, self.storage):
             wgs, sycl_kernel = kernel.info.plan.work_group_size, kernel.kernel
             return lambda run: sycl.launch(device, sycl_kernel, [run.get(b) for b in args],
                                            groups, wgs)

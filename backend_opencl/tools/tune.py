@@ -15,70 +15,24 @@ kernels never tuned use the cost model.
 from __future__ import annotations
 
 import copy
-import hashlib
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from backend_opencl import diskcache
+from backend_opencl.api.tuned import Choice, cache_path, is_choice, kernel_key
 from backend_opencl.emit.costmodel import candidates, cost
-from backend_opencl.emit.target import Target, choose_plan
+from backend_opencl.emit.target import choose_plan
 from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
 _CONTRACTIONS = ("gemm", "gemv", "ger")
 Progress = Callable[[str], None]
-
-
-def cache_path() -> Path | None:
-    """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``tune.json`` in tlc's
-    cache folder (None: ``TLC_CACHE_DIR=off`` and no ``TLC_TUNE_CACHE``)."""
-    return diskcache.tune_file()
-
-
-Choice = tuple[int, ...]
-"""(RM, RN) or (RM, RN, staged) where staging was a candidate."""
-
-
-def _load() -> dict[str, list[int]]:
-    """The cached choices; what is not a choice (a damaged or foreign file) is dropped."""
-    path = cache_path()
-    found = diskcache.read_json(path) if path is not None else None
-    if not isinstance(found, dict):
-        return {}
-    return {key: value for key, value in found.items() if _is_choice(value)}
-
-
-def _is_choice(value: Any) -> bool:
-    """``[RM, RN]`` or ``[RM, RN, staged]``: positive blocks, staged 0 or 1."""
-    return (isinstance(value, list) and len(value) in (2, 3)
-            and all(type(v) is int for v in value) and value[0] > 0 and value[1] > 0
-            and value[2:] in ([], [0], [1]))
-
-
-def _key(device: Any, func: Function) -> str:
-    text = str(Program([copy.deepcopy(func)]))
-    return f"{device.key}|{func.name}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-
-def cached_target(program: Program, device: Any, target: Target) -> Target:
-    """``target`` with the cached register blocks of ``program``'s kernels on ``device``."""
-    cache = _load()
-    if not cache:
-        return target
-    found = {f.name: cache[_key(device, f)] for f in program.functions
-             if _key(device, f) in cache}
-    if not found:
-        return target
-    blocks = tuple((name, entry[0], entry[1]) for name, entry in found.items())
-    staged = tuple((name, bool(entry[2])) for name, entry in found.items() if len(entry) > 2)
-    return replace(target, register_blocks=blocks, staged_kernels=staged)
 
 
 def _first_contraction(func: Function) -> tuple[ScalarType, str, str, bool] | None:
@@ -93,7 +47,7 @@ def _first_contraction(func: Function) -> tuple[ScalarType, str, str, bool] | No
 
 
 def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator) -> list:
-    from backend_opencl.module import NUMPY_DTYPES
+    from backend_opencl.exec.module import NUMPY_DTYPES
 
     args: list = []
     for arg in func.args:
@@ -120,10 +74,10 @@ def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float
              for i, (a, v) in enumerate(zip(kernel.info.abi, args, strict=True))]
     flat = [v for values, _ in bound for v in values]
     if kernel.info.guards:  # accesses the launch checks cannot cover record violations
-        from backend_opencl.runtime.memory import device_buffer
+        from backend_opencl.runtime.opencl.memory import device_buffer
 
         flat.append(device_buffer(kernel._bounds_record()))
-    from backend_opencl.runtime.launch import launch
+    from backend_opencl.runtime.opencl.launch import launch
 
     times = []
     for _ in range(repeat + 1):
@@ -143,10 +97,10 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
          top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, Choice]:
     """Measure the best ``top`` modelled register blocks of each kernel (each staged and
     not when an operand is transposed); cache the winners."""
-    from backend_opencl.driver import _as_program, _device, compile_program
+    from backend_opencl.api.compiler import as_program, compile_program, device_of
     from backend_opencl.emit.target import target_from_device
 
-    prog, dev = _as_program(program), _device(device)
+    prog, dev = as_program(program), device_of(device)
     base = target_from_device(dev)
     tuned: dict[str, list[int]] = {}
     winners: dict[str, Choice] = {}
@@ -171,10 +125,10 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
             progress(f"@{func.name}: [{k + 1}/{len(choices)}] {_describe(choice)}: "
                      f"{seconds * 1e3:.3f} ms")
         best = min(results)[1]
-        tuned[_key(dev, func)] = list(best)
+        tuned[kernel_key(dev, func)] = list(best)
         winners[func.name] = best
         progress(f"@{func.name}: best register block {_describe(best)} (cached)")
     path = cache_path()
     if path is not None:
-        diskcache.update_json(path, tuned, keep=_is_choice)
+        diskcache.update_json(path, tuned, keep=is_choice)
     return winners

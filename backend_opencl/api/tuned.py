@@ -1,0 +1,67 @@
+"""Register blocks ``tlc tune`` measured, as compiles read them (:func:`cached_target`).
+
+The cache is ``$TLC_TUNE_CACHE`` (default ``tune.json`` in tlc's cache folder,
+:mod:`backend_opencl.diskcache`), keyed by device, kernel name and a hash of the kernel's
+text; :mod:`backend_opencl.tools.tune` measures and writes it.  Kernels never tuned use
+the cost model.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from backend_opencl import diskcache
+from tensorlang.ir.core import Function, Program
+
+if TYPE_CHECKING:  # the code generator is not imported for a cache hit
+    from backend_opencl.emit.target import Target
+
+
+def cache_path() -> Path | None:
+    """Where tuned blocks are stored: ``$TLC_TUNE_CACHE``, default ``tune.json`` in tlc's
+    cache folder (None: ``TLC_CACHE_DIR=off`` and no ``TLC_TUNE_CACHE``)."""
+    return diskcache.tune_file()
+
+
+Choice = tuple[int, ...]
+"""(RM, RN) or (RM, RN, staged) where staging was a candidate."""
+
+
+def load() -> dict[str, list[int]]:
+    """The cached choices; what is not a choice (a damaged or foreign file) is dropped."""
+    path = cache_path()
+    found = diskcache.read_json(path) if path is not None else None
+    if not isinstance(found, dict):
+        return {}
+    return {key: value for key, value in found.items() if is_choice(value)}
+
+
+def is_choice(value: Any) -> bool:
+    """``[RM, RN]`` or ``[RM, RN, staged]``: positive blocks, staged 0 or 1."""
+    return (isinstance(value, list) and len(value) in (2, 3)
+            and all(type(v) is int for v in value) and value[0] > 0 and value[1] > 0
+            and value[2:] in ([], [0], [1]))
+
+
+def kernel_key(device: Any, func: Function) -> str:
+    """The cache key of kernel ``func`` on ``device``: its name and a hash of its text."""
+    text = str(Program([copy.deepcopy(func)]))
+    return f"{device.key}|{func.name}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def cached_target(program: Program, device: Any, target: Target) -> Target:
+    """``target`` with the cached register blocks of ``program``'s kernels on ``device``."""
+    cache = load()
+    if not cache:
+        return target
+    found = {f.name: cache[kernel_key(device, f)] for f in program.functions
+             if kernel_key(device, f) in cache}
+    if not found:
+        return target
+    blocks = tuple((name, entry[0], entry[1]) for name, entry in found.items())
+    staged = tuple((name, bool(entry[2])) for name, entry in found.items() if len(entry) > 2)
+    return replace(target, register_blocks=blocks, staged_kernels=staged)
