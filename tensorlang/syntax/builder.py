@@ -10,20 +10,23 @@ instruction that uses them; per-instruction syntax lives in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from lark import Token, Tree
 
-from tensorlang.diagnostics import CompileError, Loc, Source, note
+from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, note
 from tensorlang.ir import infer
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS, OpDef
-from tensorlang.ir.types import MemRefType, ScalarType, Type
+from tensorlang.ir.types import INDEX, MemRefType, ScalarType, Type
 from tensorlang.syntax.literals import parse_int, parse_number
-from tensorlang.syntax.scope import Scope, loc_of
-from tensorlang.syntax.typeparse import build_type
+from tensorlang.syntax.scope import Node, Scope, as_token, as_tokens, as_tree, loc_of
+from tensorlang.syntax.typeparse import build_type, expect_scalar
 
-Node = Tree | Token
+Number = bool | int | float | complex
+"""The Python value of a literal."""
+
 MAX_DEPTH = 40
 """Regions nest at most this deep (deeper nesting is rejected, not a Python crash); the
 passes, the scheduler and the code generator recurse per level, so every program the
@@ -31,10 +34,15 @@ parser accepts also compiles (tests/backend/test_op_table_builds.py)."""
 
 
 class Builder:
-    """Turns the parse tree of one source into a :class:`Program`."""
+    """Turns the parse tree of one source into a :class:`Program`.
 
-    def __init__(self, source: Source) -> None:
+    :arg builders: the builder of each instruction rule of the grammar, by rule name
+        (:data:`tensorlang.syntax.instructions.BUILDERS`).
+    """
+
+    def __init__(self, source: Source, builders: Mapping[str, InstructionBuilder]) -> None:
         self.source = source
+        self.builders = builders
         self.scope = Scope()
         self.region: Region | None = None
         self.depth = 0
@@ -49,9 +57,9 @@ class Builder:
         """The type written at ``node`` (checked for well-formedness)."""
         return build_type(node, self.source, local_default=local_default)
 
-    def int(self, token: Token) -> int:
-        """The integer constant ``token``."""
-        return parse_int(str(token), self.loc(token))
+    def int(self, node: Node) -> int:
+        """The integer constant at ``node`` (a token)."""
+        return parse_int(str(as_token(node)), self.loc(node))
 
     # -- program structure -----------------------------------------------------------
 
@@ -113,30 +121,30 @@ class Builder:
             self.depth -= 1
         return region
 
-    def define(self, token: Token, t: Type) -> Value:
-        """A new value called ``token`` (``%name``) of type ``t``, visible from now on."""
-        value = Value(t, str(token)[1:], self.loc(token))
+    def define(self, node: Node, t: Type) -> Value:
+        """A new value called ``node`` (a ``%name`` token) of type ``t``, visible from now on."""
+        value = Value(t, str(as_token(node))[1:], self.loc(node))
         self.scope.define(value)
         return value
 
-    def new_value(self, token: Token, t: Type) -> Value:
-        """A region argument for ``token``: visible once :meth:`region_of` enters its region."""
-        return Value(t, str(token)[1:], self.loc(token))
+    def new_value(self, node: Node, t: Type) -> Value:
+        """A region argument for ``node`` (a ``%name`` token): visible once
+        :meth:`region_of` enters its region."""
+        return Value(t, str(as_token(node))[1:], self.loc(node))
 
     # -- instructions ----------------------------------------------------------------
 
     def instruction(self, node: Tree) -> None:
         """Build the instruction at ``node`` and append it to the current region."""
-        from tensorlang.syntax.instructions import BUILDERS
-
         names, body = node.children
-        inst = BUILDERS[body.data](self, body)
-        self._results(inst, [] if names is None else names.children)
+        body = as_tree(body)
+        inst = self.builders[body.data](self, body)
+        self._results(inst, [] if names is None else as_tokens(as_tree(names).children))
         assert self.region is not None
         self.region.append(inst)
 
-    def make(self, op: str, node: Tree, operands: dict[str, object],
-             attrs: dict[str, object], regions: list[Region] | None = None) -> Instruction:
+    def make(self, op: str, node: Tree, operands: Mapping[str, object],
+             attrs: Mapping[str, object], regions: list[Region] | None = None) -> Instruction:
         """An instruction of ``op`` located at its keyword (the first token of ``node``)."""
         opdef: OpDef = OPS[op]
         return Instruction(opdef, dict(operands), dict(attrs), regions=regions or [],
@@ -185,13 +193,13 @@ class Builder:
         self.region.append(inst)
         return result
 
-    def literal_value(self, node: Tree) -> bool | int | float | complex:
+    def literal_value(self, node: Tree) -> Number:
         """The Python value of a ``literal`` node (bool, int, float or complex)."""
         tokens = node.children
         if len(tokens) == 2:
             real, imag = (float(parse_number(str(t), self.loc(t))) for t in tokens)
             return complex(real, imag)
-        token = tokens[0]
+        token = as_token(tokens[0])
         if token.type == "BOOL":
             return str(token) == "true"
         return parse_number(str(token), self.loc(token))
@@ -212,11 +220,42 @@ class Builder:
         return t
 
 
+    def loop_type(self, type_node: Tree | None) -> ScalarType:
+        """The type of a loop written at ``type_node``: an integer type, ``index`` if
+        none is written."""
+        if type_node is None:
+            return INDEX
+        t = expect_scalar(self.type(type_node), type_node, self.source, "an integer type")
+        if not t.is_int:
+            raise CompileError.at(self.loc(type_node), f"expected an integer type, found {t}")
+        return t
+
+    def bound(self, node: Node, t: ScalarType, type_node: Tree | None, what: str) -> Value:
+        """A bound or step of a loop of type ``t`` (:meth:`loop_type` of ``type_node``)."""
+        value = self.value(node, t, what)
+        if type_node is not None:
+            self.annotated(value, t, type_node)
+        elif value.type != t:
+            raise CompileError.at(self.loc(node), f"type mismatch: {what} '%{value.name}' has "
+                                  f"type {value.type}, but the loop type is {t} (the default; "
+                                  f"write ': {value.type}' after the bounds)",
+                                  *_defined(value))
+        return value
+
+
+InstructionBuilder = Callable[[Builder, Tree], Instruction]
+"""Builds the instruction of one grammar rule (without its results)."""
+
+
+def _defined(value: Value) -> tuple[Diagnostic, ...]:
+    return (note(value.loc, "value defined here"),) if value.loc.line > 0 else ()
+
+
 def _args(nodes: list[Node]) -> list[Tree]:
     return [n for n in nodes if isinstance(n, Tree) and n.data == "arg"]
 
 
-def _coerce(value: bool | int | float | complex, t: ScalarType) -> bool | int | float | complex:
+def _coerce(value: Number, t: ScalarType) -> Number:
     """Integer literals stand for floats and complex numbers too (``alpha = 1``)."""
     if isinstance(value, bool):
         return value

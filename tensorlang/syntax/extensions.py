@@ -13,7 +13,7 @@ from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import MATH_FNS
 from tensorlang.ir.types import I1, ScalarType, complex_part
-from tensorlang.syntax.builder import Builder
+from tensorlang.syntax.builder import Builder, InstructionBuilder
 from tensorlang.syntax.typeparse import expect_scalar
 
 
@@ -78,21 +78,19 @@ def _complex(b: Builder, node: Tree) -> Instruction:
 
 
 def _foreach_nd(b: Builder, node: Tree) -> Instruction:
-    from tensorlang.syntax.instructions import _bound, _loop_type
-
     vars_node, lows, highs, type_node, body = node.children
     names = list(vars_node.children)
-    t = _loop_type(b, type_node)
+    t = b.loop_type(type_node)
     for what, bounds in (("lower", lows), ("upper", highs)):
         if len(bounds.children) != len(names):
             raise CompileError.at(b.loc(bounds), f"foreach over {len(names)} modes needs "
                                   f"{len(names)} {what} bounds, {len(bounds.children)} given")
-    operands = {"from": [_bound(b, n, t, type_node, "a lower bound") for n in lows.children],
-                "to": [_bound(b, n, t, type_node, "an upper bound") for n in highs.children]}
+    operands = {"from": [b.bound(n, t, type_node, "a lower bound") for n in lows.children],
+                "to": [b.bound(n, t, type_node, "an upper bound") for n in highs.children]}
     region = b.region_of(body, [b.new_value(v, t) for v in names])
     return b.make("foreach_nd", node, operands, {"loop_type": t}, [region])
 
 
-BUILDERS = {"select": _select, "bitcast": _bitcast, "complex": _complex,
-            "foreach_nd": _foreach_nd}
+BUILDERS: dict[str, InstructionBuilder] = {
+    "select": _select, "bitcast": _bitcast, "complex": _complex, "foreach_nd": _foreach_nd}
 """Builders of the extension rules of the grammar."""

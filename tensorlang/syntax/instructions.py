@@ -8,16 +8,16 @@ names them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from lark import Tree
 
-from lark import Token, Tree
-
-from tensorlang.diagnostics import CompileError, Diagnostic, note
+from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import Slice
-from tensorlang.ir.types import I1, INDEX, MemRefType, ScalarType
-from tensorlang.syntax.builder import Builder
+from tensorlang.ir.types import I1, INDEX, MemRefType
+from tensorlang.syntax.builder import Builder, InstructionBuilder
+from tensorlang.syntax.extensions import BUILDERS as EXTENSIONS
 from tensorlang.syntax.modded import build_modded
+from tensorlang.syntax.scope import Node, as_token
 from tensorlang.syntax.typeparse import expect_memref, expect_scalar
 
 
@@ -53,15 +53,15 @@ def _constant(b: Builder, node: Tree) -> Instruction:
     return b.make("constant", node, {}, {"value": b.literal_value(literal), "type": t})
 
 
-def _memref_operand(b: Builder, token: Token, type_node: Tree) -> tuple[Value, MemRefType]:
+def _memref_operand(b: Builder, token: Node, type_node: Tree) -> tuple[Value, MemRefType]:
     value = b.value(token, None, "a memref")
     t = expect_memref(b.type(type_node), type_node, b.source)
     return value, expect_memref(b.annotated(value, t, type_node), type_node, b.source)
 
 
-def _dynamic(b: Builder, node: Token, dynamic: list[Value]) -> int | None:
+def _dynamic(b: Builder, node: Node, dynamic: list[Value]) -> int | None:
     """A static integer, or None with the value appended to ``dynamic``."""
-    if node.type == "INT":
+    if as_token(node).type == "INT":
         return b.int(node)
     dynamic.append(b.value(node, INDEX, "a size"))
     return None
@@ -146,48 +146,22 @@ def _parallel(b: Builder, node: Tree) -> Instruction:
     return b.make("parallel", node, {}, {}, [b.region_of(node.children[0], [])])
 
 
-def _loop_type(b: Builder, type_node: Tree | None) -> ScalarType:
-    if type_node is None:
-        return INDEX
-    t = expect_scalar(b.type(type_node), type_node, b.source, "an integer type")
-    if not t.is_int:
-        raise CompileError.at(b.loc(type_node), f"expected an integer type, found {t}")
-    return t
-
-
-def _bound(b: Builder, node: Tree | Token, t: ScalarType, type_node: Tree | None,
-           what: str) -> Value:
-    value = b.value(node, t, what)
-    if type_node is not None:
-        b.annotated(value, t, type_node)
-    elif value.type != t:
-        raise CompileError.at(b.loc(node), f"type mismatch: {what} '%{value.name}' has type "
-                              f"{value.type}, but the loop type is {t} (the default; write "
-                              f"': {value.type}' after the bounds)",
-                              *_defined(b, value))
-    return value
-
-
-def _defined(b: Builder, value: Value) -> tuple[Diagnostic, ...]:
-    return (note(value.loc, "value defined here"),) if value.loc.line > 0 else ()
-
-
 def _foreach(b: Builder, node: Tree) -> Instruction:
     var, low, high, type_node, body = node.children
-    t = _loop_type(b, type_node)
-    operands = {"from": _bound(b, low, t, type_node, "the lower bound"),
-                "to": _bound(b, high, t, type_node, "the upper bound")}
+    t = b.loop_type(type_node)
+    operands = {"from": b.bound(low, t, type_node, "the lower bound"),
+                "to": b.bound(high, t, type_node, "the upper bound")}
     region = b.region_of(body, [b.new_value(var, t)])
     return b.make("foreach", node, operands, {"loop_type": t}, [region])
 
 
 def _for(b: Builder, node: Tree) -> Instruction:
     var, low, high, step, type_node, init, types_node, body = node.children
-    t = _loop_type(b, type_node)
+    t = b.loop_type(type_node)
     operands: dict[str, object] = {
-        "from": _bound(b, low, t, type_node, "the lower bound"),
-        "to": _bound(b, high, t, type_node, "the upper bound"),
-        "step": None if step is None else _bound(b, step, t, type_node, "the step")}
+        "from": b.bound(low, t, type_node, "the lower bound"),
+        "to": b.bound(high, t, type_node, "the upper bound"),
+        "step": None if step is None else b.bound(step, t, type_node, "the step")}
     carried, values = _carried(b, node, init, types_node)
     operands["init"] = values
     region = b.region_of(body, [b.new_value(var, t), *carried])
@@ -200,7 +174,8 @@ def _carried(b: Builder, node: Tree, init: Tree | None,
     items = [] if init is None else [i for i in init.children if i is not None]
     type_nodes = _type_nodes(types_node)
     if len(items) != len(type_nodes):
-        where = types_node if type_nodes else (init if init is not None else node)
+        where = (types_node if types_node is not None and type_nodes
+                 else init if init is not None else node)
         raise CompileError.at(b.loc(where), f"the loop carries {len(items)} value"
                               f"{'s' * (len(items) != 1)} (init) but {len(type_nodes)} "
                               "result type" + "s" * (len(type_nodes) != 1) + " are given")
@@ -243,20 +218,11 @@ def _yield(b: Builder, node: Tree) -> Instruction:
     return b.make("yield", node, {"values": values}, {"types": types})
 
 
-BUILDERS: dict[str, Callable[[Builder, Tree], Instruction]] = {
+BUILDERS: dict[str, InstructionBuilder] = {
     "alloca": _alloca, "barrier": _barrier, "cast": _cast, "constant": _constant,
     "expand": _expand, "fuse": _fuse, "size": _size, "load": _load, "store": _store,
     "subview": _subview, "lifetime_stop": _lifetime_stop, "nullary": _nullary,
     "parallel": _parallel, "foreach": _foreach, "for_loop": _for, "if_inst": _if,
-    "yield_inst": _yield, "modded": build_modded,
+    "yield_inst": _yield, "modded": build_modded, **EXTENSIONS,
 }
-"""The builder of each instruction rule of the grammar."""
-
-
-def _extension_builders() -> None:
-    from tensorlang.syntax.extensions import BUILDERS as EXTENSIONS
-
-    BUILDERS.update(EXTENSIONS)
-
-
-_extension_builders()
+"""The builder of each instruction rule of the grammar (the extensions' included)."""

@@ -18,6 +18,8 @@ from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import ALIASES, ArithOp, CmpCond, Transpose
 from tensorlang.ir.types import Type
 from tensorlang.syntax.builder import Builder
+from tensorlang.syntax.extensions import build_math
+from tensorlang.syntax.scope import as_token, as_tokens
 from tensorlang.syntax.typeparse import expect_scalar
 
 
@@ -42,15 +44,14 @@ _BLAS = {
 
 def build_modded(b: Builder, node: Tree) -> Instruction:
     """gemm, gemv, ger, hadamard_product, axpby, sum, arith, cmp or math."""
-    keyword, *mods, comma, operands, types = node.children
+    keyword_node, *mod_nodes, comma, operands, types = node.children
+    keyword, mods = as_token(keyword_node), as_tokens(mod_nodes)
     name = ALIASES.get(str(keyword), str(keyword))
     if comma is not None and not (name in _BLAS and _BLAS[name].comma):
         raise CompileError.at(b.loc(comma), f"unexpected ',' after '{_spelled(keyword, mods)}'")
     if name in _BLAS:
         return _blas(b, node, name, mods, operands.children, types.children)
     if name == "math":
-        from tensorlang.syntax.extensions import build_math
-
         return build_math(b, node, mods, operands.children, types.children)
     return _scalar(b, node, name, mods, operands.children, types.children)
 

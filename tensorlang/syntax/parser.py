@@ -56,6 +56,7 @@ from tensorlang.diagnostics import Source
 from tensorlang.ir.core import Program
 from tensorlang.syntax.builder import Builder
 from tensorlang.syntax.errors import convert
+from tensorlang.syntax.instructions import BUILDERS
 
 
 @cache
@@ -80,4 +81,4 @@ def parse_program(text: str, filename: str = "<string>") -> Program:
     except UnexpectedInput as error:
         terminals = {t.name: t for t in parser.terminals}
         raise convert(error, source, terminals) from None
-    return Builder(source).program(tree)
+    return Builder(source, BUILDERS).program(tree)

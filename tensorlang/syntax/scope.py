@@ -11,8 +11,28 @@ from lark import Token, Tree
 from tensorlang.diagnostics import CompileError, Loc, Source, note
 from tensorlang.ir.core import Value
 
+Node = Tree | Token
+"""A child of a parse tree: a subtree or a token."""
 
-def loc_of(node: Tree | Token, source: Source) -> Loc:
+
+def as_token(node: Node) -> Token:
+    """``node``, which the grammar makes a token there (a subtree is a compiler bug)."""
+    assert isinstance(node, Token), node
+    return node
+
+
+def as_tokens(nodes: list[Node]) -> list[Token]:
+    """``nodes``, each a token (see :func:`as_token`)."""
+    return [as_token(n) for n in nodes]
+
+
+def as_tree(node: Node) -> Tree:
+    """``node``, which the grammar makes a subtree there (a token is a compiler bug)."""
+    assert isinstance(node, Tree), node
+    return node
+
+
+def loc_of(node: Node, source: Source) -> Loc:
     """The source range of a parse-tree node or token."""
     if isinstance(node, Token):
         return Loc(source.name, node.line or 0, node.column or 0, node.end_line or 0,

@@ -6,7 +6,7 @@ verifier's well-formedness rules) when that module is available.
 
 from __future__ import annotations
 
-from lark import Token, Tree
+from lark import Tree
 
 from tensorlang.diagnostics import CompileError, Source
 from tensorlang.ir.types import (
@@ -20,7 +20,7 @@ from tensorlang.ir.types import (
     Type,
 )
 from tensorlang.syntax.literals import parse_int
-from tensorlang.syntax.scope import loc_of
+from tensorlang.syntax.scope import Node, as_token, loc_of
 
 
 def build_type(node: Tree, source: Source, *, local_default: bool = False) -> Type:
@@ -61,8 +61,9 @@ def node_text(node: Tree, source: Source) -> str:
     return source.text[meta.start_pos:meta.end_pos] if not meta.empty else "?"
 
 
-def dim(token: Token, source: Source) -> Dim:
-    """A mode size, stride or offset: an integer or ``?`` (dynamic)."""
+def dim(node: Node, source: Source) -> Dim:
+    """A mode size, stride or offset (a token): an integer or ``?`` (dynamic)."""
+    token = as_token(node)
     if token.type == "QMARK":
         return None
     return parse_int(str(token), loc_of(token, source))
