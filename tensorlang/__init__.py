@@ -18,6 +18,7 @@ from tensorlang.diagnostics import (
     TlcError,
 )
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
+from tensorlang.syntax import printer as _printer  # noqa: F401  (str(program) prints with it)
 
 __all__ = [
     "BoundsError", "CallbackError", "CompileError", "Function", "Instruction", "LaunchError",

@@ -12,9 +12,9 @@ Values have identity semantics; their ``name`` is only a hint kept for printing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tensorlang.diagnostics import UNKNOWN_LOC, Loc
 from tensorlang.ir.types import MemRefType, ScalarType, Type
@@ -206,6 +206,11 @@ class Program:
 
     functions: list[Function] = field(default_factory=list)
 
+    printer: ClassVar[Callable[[Program], str] | None] = None
+    """What ``str(program)`` calls: :func:`tensorlang.syntax.printer.print_program`, which
+    the printer module sets when it is loaded (``tensorlang/__init__.py`` loads it, so any
+    import of the package does; the IR does not import its syntax)."""
+
     def function(self, name: str) -> Function:
         """The function called ``name`` (without ``@``)."""
         for func in self.functions:
@@ -214,6 +219,6 @@ class Program:
         raise KeyError(name)
 
     def __str__(self) -> str:
-        from tensorlang.syntax.printer import print_program
-
-        return print_program(self)
+        printer = Program.printer
+        assert printer is not None, "tensorlang.syntax.printer is not loaded"
+        return printer(self)

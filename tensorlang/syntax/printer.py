@@ -284,3 +284,6 @@ _FORMS: dict[str, Callable[[_Printer, Instruction, int], str]] = {
     "for": _for, "if": _if, "yield": _yield, "math": _math, "select": _select,
     "bitcast": _bitcast, "complex": _complex, "foreach_nd": _foreach_nd,
 }
+
+
+Program.printer = print_program
