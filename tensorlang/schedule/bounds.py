@@ -1,7 +1,7 @@
 """Static bounds analysis: does a subview, load or store stay inside its root?
 
 The region a view or element access touches (through exact subview chains, see
-:mod:`.views`) is compared with the root's box ``0 <= z_d < size_d`` (dynamic sizes and
+:func:`.affine.view`) is compared with the root's box ``0 <= z_d < size_d`` (dynamic sizes and
 offsets are parameters).  The verdict is ``"in"`` when isl proves the access in bounds
 for every parameter value, ``"out"`` when no parameter value keeps it in bounds, and
 ``"unknown"`` otherwise (or when the view is not exact).
@@ -25,8 +25,7 @@ from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import ArithOp, CmpCond
 from tensorlang.ir.types import MemRefType
 from tensorlang.schedule import space
-from tensorlang.schedule.affine import Symbols, affine
-from tensorlang.schedule.views import View, view
+from tensorlang.schedule.affine import Symbols, View, affine, view
 
 Verdict = Literal["in", "out", "unknown"]
 

@@ -2,7 +2,7 @@
 
 Every statement is a parametric isl set (dynamic sizes and opaque index values are
 parameters) plus one access relation per memref operand, from the domain into the
-operand's root (see :mod:`.views`)::
+operand's root (see :func:`.affine.view`)::
 
     gemm      S[i, j, k] : 0 <= i < M, 0 <= j < N, 0 <= k < K   A[i,k] B[k,j] C[i,j]
     gemv      S[i, k]                                           A[i,k] B[k]   C[i]
@@ -26,8 +26,7 @@ from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import MemRefType
 from tensorlang.schedule import space
-from tensorlang.schedule.affine import Symbols, affine
-from tensorlang.schedule.views import View, view
+from tensorlang.schedule.affine import Symbols, View, affine, view
 
 
 @dataclass(frozen=True)

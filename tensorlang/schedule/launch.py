@@ -26,9 +26,8 @@ from tensorlang.ir.core import Function, Instruction, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 from tensorlang.schedule import space
-from tensorlang.schedule.affine import Symbols, affine
+from tensorlang.schedule.affine import Symbols, View, _sizes, _subview, affine, view
 from tensorlang.schedule.bounds import facts, operation_budget
-from tensorlang.schedule.views import View, _sizes, _subview, view
 
 NUM_GROUPS = "tlc_num_groups"
 _MEMBERS = "tlc_members_"

@@ -21,9 +21,8 @@ from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Function, Instruction
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import MemRefType
-from tensorlang.schedule.affine import Symbols
+from tensorlang.schedule.affine import Symbols, view
 from tensorlang.schedule.bounds import check, sizes_equal
-from tensorlang.schedule.views import view
 
 GUARD = "guard"
 """The attribute :func:`mark_guards` sets on an instruction that needs a run-time guard."""
