@@ -16,9 +16,10 @@ _BINARY = {
     isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-",
     isl.ast_expr_op_type.mul: "*", isl.ast_expr_op_type.div: "/",
     isl.ast_expr_op_type.pdiv_q: "/", isl.ast_expr_op_type.pdiv_r: "%",
-    # islpy's stubs lack the and_/or_ (and for_/if_ below) spellings of its enums
-    isl.ast_expr_op_type.zdiv_r: "%", isl.ast_expr_op_type.and_: "&&",  # type: ignore[attr-defined]
-    isl.ast_expr_op_type.and_then: "&&", isl.ast_expr_op_type.or_: "||",  # type: ignore[attr-defined]
+    # islpy's stubs lack the and_/or_ (and for_/if_ below) members of its enums: they are
+    # looked up by name, which is typed as the enum all the same
+    isl.ast_expr_op_type.zdiv_r: "%", isl.ast_expr_op_type["and_"]: "&&",
+    isl.ast_expr_op_type.and_then: "&&", isl.ast_expr_op_type["or_"]: "||",
     isl.ast_expr_op_type.or_else: "||", isl.ast_expr_op_type.eq: "==",
     isl.ast_expr_op_type.le: "<=", isl.ast_expr_op_type.lt: "<",
     isl.ast_expr_op_type.ge: ">=", isl.ast_expr_op_type.gt: ">",
@@ -50,9 +51,9 @@ def generate(schedule: isl.Map | isl.UnionMap, context: isl.Set,
 def convert(node: isl.AstNode) -> Node:
     """An isl AST node as a loop tree."""
     kind = node.get_type()
-    if kind == isl.ast_node_type.for_:  # type: ignore[attr-defined]
+    if kind == isl.ast_node_type["for_"]:
         return _for(node)
-    if kind == isl.ast_node_type.if_:  # type: ignore[attr-defined]
+    if kind == isl.ast_node_type["if_"]:
         orelse = convert(node.if_get_else_node()) if node.if_has_else_node() else None
         return If(expr(node.if_get_cond()), convert(node.if_get_then_node()), orelse)
     if kind == isl.ast_node_type.block:

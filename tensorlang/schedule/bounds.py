@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import islpy as isl
 
@@ -28,6 +28,15 @@ from tensorlang.schedule import space
 from tensorlang.schedule.affine import Symbols, View, affine, view
 
 Verdict = Literal["in", "out", "unknown"]
+
+
+class SizePair(NamedTuple):
+    """Two mode sizes of a collective's operands that must agree (operand names, modes)."""
+
+    a: str
+    a_mode: int
+    b: str
+    b_mode: int
 
 
 def _box(v: View, syms: Symbols) -> isl.Set:

@@ -18,6 +18,7 @@ violation it needs nothing, otherwise it gets a run-time guard (docs/abi.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -27,7 +28,7 @@ from tensorlang.ir.ops import ArithOp, CmpCond
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 from tensorlang.schedule import space
 from tensorlang.schedule.affine import Symbols, View, _sizes, _subview, affine, view
-from tensorlang.schedule.bounds import facts, operation_budget
+from tensorlang.schedule.bounds import SizePair, facts, operation_budget
 
 NUM_GROUPS = "tlc_num_groups"
 _MEMBERS = "tlc_members_"
@@ -86,7 +87,11 @@ class _Opaque(Exception):
     """The violation depends on something the host cannot know."""
 
 
-def contract(func: Function, size_pairs: object) -> Contract:
+SizePairsOf = Callable[[Instruction], tuple[SizePair, ...]]
+"""The mode sizes of a collective that must agree (``tensorlang.verify.bounds.size_pairs``)."""
+
+
+def contract(func: Function, size_pairs: SizePairsOf) -> Contract:
     """The launch contract of ``func`` (``size_pairs``: the collectives' size pairs,
     ``tensorlang.verify.bounds.size_pairs``)."""
     analysis = _Analysis(func)
@@ -112,8 +117,8 @@ class _Analysis:
 
     # -- instructions -------------------------------------------------------------------
 
-    def instruction(self, inst: Instruction, size_pairs: object) -> tuple[list[LaunchCheck],
-                                                                          object]:
+    def instruction(self, inst: Instruction,
+                    size_pairs: SizePairsOf) -> tuple[list[LaunchCheck], object]:
         """The checks ``inst`` needs and its guard mark (False: none)."""
         try:
             with operation_budget():
@@ -124,10 +129,10 @@ class _Analysis:
                     dynamic = t.shape[inst.attr("mode")] is None or None in inst.attr("shape")
                     return [], dynamic
                 if inst.op.blas:
-                    return self._collective(inst, size_pairs(inst))  # type: ignore[operator]
+                    return self._collective(inst, size_pairs(inst))
         except isl.Error:  # over budget or unreadable: guard what can be guarded
             if inst.op.blas:
-                return [], tuple(size_pairs(inst))  # type: ignore[operator]
+                return [], tuple(size_pairs(inst))
             member = inst.name == "load" and isinstance(inst.operand("operand").type,
                                                         GroupType)
             return [], not member
@@ -174,7 +179,8 @@ class _Analysis:
         found = [LaunchCheck(self.args[group], -1, _what(load), bad, "member")] if bad else []
         return found, False
 
-    def _collective(self, inst: Instruction, pairs: tuple) -> tuple[list[LaunchCheck], object]:
+    def _collective(self, inst: Instruction,
+                    pairs: tuple[SizePair, ...]) -> tuple[list[LaunchCheck], object]:
         checks: list[LaunchCheck] = []
         unknown = []
         for pair in pairs:
@@ -438,7 +444,8 @@ def _project(s: isl.Set, names: list[str]) -> isl.Set:
     return s
 
 
-def _forms(bad: isl.Set, quantity: object) -> tuple[tuple[Form, ...], ...] | None:
+def _forms(bad: isl.Set,
+           quantity: Callable[[str], Quantity]) -> tuple[tuple[Form, ...], ...] | None:
     """``bad`` as a disjunction of conjunctions of linear forms (None with divisions)."""
     bad = bad.coalesce()
     names = _param_names(bad)
@@ -448,7 +455,7 @@ def _forms(bad: isl.Set, quantity: object) -> tuple[tuple[Form, ...], ...] | Non
             return None
         forms = []
         for c in bset.get_constraints():
-            terms = tuple((quantity(n), int(c.get_coefficient_val(  # type: ignore[operator]
+            terms = tuple((quantity(n), int(c.get_coefficient_val(
                 isl.dim_type.param, i).to_python())) for i, n in enumerate(names)
                 if not c.get_coefficient_val(isl.dim_type.param, i).is_zero())
             forms.append(Form(terms, int(c.get_constant_val().to_python()),

@@ -8,7 +8,7 @@ from tensorlang.ir.core import Function, Instruction
 from tensorlang.schedule.affine import Symbols
 from tensorlang.schedule.domains import Statement, statement
 from tensorlang.schedule.foreach import Distribution, depth, foreach_loops
-from tensorlang.schedule.loops import render
+from tensorlang.schedule.loops import Node, render
 from tensorlang.schedule.tiling import TileShape, contraction_loops, distributed
 
 ShapeOf = Callable[[Instruction, Statement], TileShape | None]
@@ -72,6 +72,6 @@ def _extent(stmt: Statement, d: int) -> str:
     return stmt.constraints[d].split(" < ")[-1]
 
 
-def _tree(title: str, tree: object) -> list[str]:
-    text = render(tree, 3).rstrip("\n")  # type: ignore[arg-type]
+def _tree(title: str, tree: Node | None) -> list[str]:
+    text = render(tree, 3).rstrip("\n")
     return [f"    {title}:", text or "      (none)"]

@@ -15,26 +15,15 @@ A mark is the attribute :data:`GUARD` on the instruction, read by the OpenCL emi
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Function, Instruction
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import MemRefType
 from tensorlang.schedule.affine import Symbols, view
-from tensorlang.schedule.bounds import check, sizes_equal
+from tensorlang.schedule.bounds import SizePair, check, sizes_equal
 
 GUARD = "guard"
 """The attribute :func:`mark_guards` sets on an instruction that needs a run-time guard."""
-
-
-class SizePair(NamedTuple):
-    """Two mode sizes of a collective's operands that must agree (operand names, modes)."""
-
-    a: str
-    a_mode: int
-    b: str
-    b_mode: int
 
 
 def check_bounds(func: Function) -> None:
