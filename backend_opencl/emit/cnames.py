@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from tensorlang.ir.types import AddressSpace, MemRefType, ScalarType
+from tensorlang.ir.types import AddressSpace, MemRefType, Number, ScalarType
 
 _CTYPES = {
     "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "index": "long",
@@ -116,17 +116,18 @@ def float_literal(value: float, t: str) -> str:
     return text if t == "float" else f"((double){text})"
 
 
-def literal(value: object, t: ScalarType) -> str:
-    """A C literal for ``value`` of scalar type ``t``."""
+def literal(value: Number, t: ScalarType) -> str:
+    """A C literal for ``value`` of scalar type ``t`` (complex only when ``t`` is)."""
     if t.is_complex:
-        z = complex(value)  # type: ignore[arg-type]
+        z = complex(value)
         part = real_type(t)
         return f"(({ctype(t)})({float_literal(z.real, part)}, {float_literal(z.imag, part)}))"
+    assert not isinstance(value, complex), f"complex value {value} for {t}"
     if t.is_float:
-        return float_literal(_in_type(float(value), t), ctype(t))  # type: ignore[arg-type]
+        return float_literal(_in_type(float(value), t), ctype(t))
     if t.is_bool:
         return "true" if value else "false"
-    number = int(value)  # type: ignore[call-overload]
+    number = int(value)
     if t.is_unsigned:
         return f"{number % 2**t.bits}{'UL' if t.bits == 64 else 'U'}"
     if t.bits == 64:

@@ -29,7 +29,7 @@ from tensorlang.ir.types import ScalarType
 def _scale(em: KernelEmitter, value: Value) -> Scale:
     known = em.const(value)
     if known is not None:
-        return Scale(literal(known, value.type), known)
+        return Scale(literal(known, value.scalar_type), known)
     return Scale(em.scalar(value), None)
 
 

@@ -25,7 +25,7 @@ from tensorlang.schedule.loops import Block, Call, For, If, Node
 def _results(em: KernelEmitter, inst: Instruction, inits: list[str] | None) -> list[str]:
     names = []
     for k, result in enumerate(inst.results):
-        t: ScalarType = result.type
+        t = result.scalar_type
         em.use_type(t)
         name = em.namer.fresh(result.name or "r")
         init = f" = {inits[k]}" if inits is not None else ""

@@ -19,7 +19,7 @@ from backend_opencl.emit.unit import Unit
 from backend_opencl.emit.view import GroupView, MemView, is_literal
 from backend_opencl.emit.writer import Namer, Writer
 from tensorlang.ir.core import Function, Instruction, Region, Value
-from tensorlang.ir.types import INDEX, GroupType, MemRefType, ScalarType, Type
+from tensorlang.ir.types import INDEX, GroupType, MemRefType, Number, ScalarType, Type
 from tensorlang.verify.bounds import GUARD
 
 Handler = Callable[["KernelEmitter", Instruction], None]
@@ -48,7 +48,7 @@ class KernelEmitter:
         self.namer = Namer()
         self.w = Writer(1)
         self.env: dict[Value, str | MemView | GroupView] = {}
-        self.consts: dict[Value, object] = {}
+        self.consts: dict[Value, Number] = {}
         self.yields: list[list[str]] = []
         self.abi: list[ArgAbi] = function_abi(func, self.namer, target.has_svm)
         self.local = plan_local_memory(func)
@@ -79,7 +79,7 @@ class KernelEmitter:
         assert isinstance(view, GroupView), f"{value} is not a group"
         return view
 
-    def const(self, value: Value) -> object | None:
+    def const(self, value: Value) -> Number | None:
         """The value of ``value`` when a constant instruction defines it, else None."""
         return self.consts.get(value)
 
@@ -282,6 +282,6 @@ def scalar_arg(name: str, t: ScalarType) -> str:
     return f"tlc_{t.name}_to_f32({name})" if t.is_half else name
 
 
-def constant_literal(value: object, t: ScalarType) -> str:
+def constant_literal(value: Number, t: ScalarType) -> str:
     """A constant as C text (re-exported for the family modules)."""
     return literal(value, t)

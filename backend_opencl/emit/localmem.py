@@ -18,7 +18,10 @@ ALIGN = 16
 
 def memref_bytes(t: MemRefType) -> int:
     """Bytes spanned by a static memref (largest offset + 1 elements)."""
-    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.strides, strict=False))  # type: ignore[operator]
+    span = 1
+    for size, stride in zip(t.shape, t.strides, strict=False):
+        assert size is not None and stride is not None, f"{t} is not static"
+        span += (size - 1) * stride
     itemsize = max(1, t.element.bits // 8)
     return span * itemsize
 
@@ -40,7 +43,7 @@ def plan_local_memory(func: Function) -> LocalPlan:
     high_water = 0
     for inst, (start, end) in sorted(intervals.items(), key=lambda kv: kv[1][0]):
         live = [entry for entry in live if entry[0] >= start]
-        size = _round(memref_bytes(inst.result.type))
+        size = _round(memref_bytes(inst.result.memref_type))
         offset = _first_fit(sorted((o, s) for _, o, s in live), size)
         if offset < high_water:
             plan.reused.add(inst)
@@ -75,7 +78,9 @@ def _lifetimes(func: Function) -> dict[Instruction, tuple[int, int]]:
             stops[inst.operand("operand")] = position
     for inst, position in order.items():
         if inst.name == "alloca":
-            end = stops.get(inst.result, ends[inst.parent])  # type: ignore[index]
+            region = inst.parent
+            assert region is not None, "an alloca outside a region"
+            end = stops.get(inst.result, ends[region])
             intervals[inst] = (position, end)
     return intervals
 

@@ -10,7 +10,7 @@ from backend_opencl.emit.numeric import load_value, store_value
 from backend_opencl.emit.view import MemView, add, is_literal, mul
 from tensorlang.ir.core import Instruction
 from tensorlang.ir.ops import Slice
-from tensorlang.ir.types import GroupType, MemRefType
+from tensorlang.ir.types import GroupType
 from tensorlang.verify.bounds import GUARD
 
 
@@ -24,11 +24,12 @@ def emit_load(em: KernelEmitter, inst: Instruction) -> None:
         return
     view = em.view(source)
     parts = _complex_parts(em, view, indices)
-    value = load_value(inst.result.type, view.at(indices)) if parts is None else \
-        f"(({ctype(inst.result.type)})({parts[0]}, {parts[1]}))"
+    t = inst.result.scalar_type
+    value = load_value(t, view.at(indices)) if parts is None else \
+        f"(({ctype(t)})({parts[0]}, {parts[1]}))"
     ok = _access_guard(em, inst, view, indices)
     if ok:  # a skipped load yields zero
-        value = f"{ok} ? {value} : {literal(0, inst.result.type)}"
+        value = f"{ok} ? {value} : {literal(0, t)}"
     em.define(inst.result, value)
 
 
@@ -47,7 +48,7 @@ def _access_guard(em: KernelEmitter, inst: Instruction, view: MemView,
 
 def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
     group = em.group(inst.operand("operand"))
-    t: MemRefType = inst.result.type
+    t = inst.result.memref_type
     name = em.namer.fresh(inst.result.name or "member")
     base = f"({pointer_type(t)}){group.table}[{index}]" if group.base is None else \
         f"{group.base} + {group.table}[{index}]"
@@ -114,7 +115,7 @@ def _pick(static: int | None, dynamic: Iterator[str]) -> str:
 def _bind_view(em: KernelEmitter, inst: Instruction, src: MemView, offset: str,
                shape: list[str], strides: list[str], valid: str = "") -> None:
     """Bind the view; with ``valid`` (a guard's result) its sizes are zero when false."""
-    t: MemRefType = inst.result.type
+    t = inst.result.memref_type
     hint = inst.result.name or "view"
     ptr = src.ptr
     if offset != "0":
@@ -207,7 +208,7 @@ def emit_size(em: KernelEmitter, inst: Instruction) -> None:
 @handler("alloca")
 def emit_alloca(em: KernelEmitter, inst: Instruction) -> None:
     """``alloca``: a pointer into the kernel's local memory slab."""
-    t: MemRefType = inst.result.type
+    t = inst.result.memref_type
     em.use_type(t)
     offset = em.local.offsets[inst]
     name = em.namer.fresh(inst.result.name or "tmp")

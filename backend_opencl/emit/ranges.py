@@ -53,9 +53,10 @@ def index_ranges(func: Function) -> dict[Value, Range]:
         if rule is not None:
             rule(inst, ranges)
         for value in inst.results:
-            if value not in ranges and isinstance(value.type, ScalarType) \
-                    and value.type.is_int and value.type.bits < 64:
-                ranges[value] = type_range(value.type)  # type: ignore[assignment]
+            t = value.type
+            if value not in ranges and isinstance(t, ScalarType) \
+                    and (found := type_range(t)) is not None and t.bits < 64:
+                ranges[value] = found
     return ranges
 
 

@@ -3,6 +3,8 @@ work-group plan and register blocks (the same tiling the OpenCL code uses)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from backend_opencl.emit.control import distribution
 from backend_opencl.emit.target import KernelPlan, Target, choose_plan
 from backend_opencl.emit.tiling import register_block
@@ -21,9 +23,8 @@ def schedule_text(program: Program, target: Target) -> str:
     parts = []
     for func in program.functions:
         plan = choose_plan(func, target)
-        parts.append(show_function(func, plan.work_group_size,
-                                   lambda inst, stmt, plan=plan: _shape(plan, inst, stmt),
-                                   lambda inst, plan=plan: distribution(plan, inst)))
+        parts.append(show_function(func, plan.work_group_size, partial(_shape, plan),
+                                   partial(distribution, plan)))
     return "\n".join(parts)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 from tensorlang.diagnostics import CompileError
 from tensorlang.ir.core import Function
@@ -96,8 +97,15 @@ def llvm_major(platform_version: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+class _Registers(TypedDict, total=False):
+    """The fields of :class:`Target` that :func:`_vector_registers` overrides."""
+
+    vector_bytes: int
+    registers: int
+
+
 def _vector_registers(kind: str, preferred: dict[str, int],
-                      llvm: int | None = None) -> dict[str, int]:
+                      llvm: int | None = None) -> _Registers:
     """``vector_bytes`` and ``registers`` of a CPU: 64 bytes and 32 registers where the
     driver prefers 16 float lanes (PoCL on AVX-512) and its LLVM handles them (see
     :data:`WIDE_VECTORS_LLVM`), else the defaults (AVX2: 32 x 16)."""

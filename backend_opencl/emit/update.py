@@ -12,7 +12,7 @@ from backend_opencl.emit import prelude
 from backend_opencl.emit.cnames import zero
 from backend_opencl.emit.unit import Unit
 from tensorlang.diagnostics import CompileError, Loc
-from tensorlang.ir.types import ScalarType
+from tensorlang.ir.types import Number, ScalarType
 
 _ATOMIC_TYPES = ("i32", "i64", "index", "f32", "f64", "c32", "c64")
 
@@ -22,11 +22,11 @@ class Scale:
     """alpha or beta: its C expression and, when known at compile time, its value."""
 
     expr: str
-    value: object | None = None
+    value: Number | None = None
 
     def is_value(self, number: int) -> bool:
         """True when known to equal ``number``."""
-        return self.value is not None and complex(self.value) == number  # type: ignore[arg-type]
+        return self.value is not None and complex(self.value) == number
 
 
 def mul(t: ScalarType, a: str, b: str) -> str:

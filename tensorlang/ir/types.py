@@ -234,6 +234,9 @@ VOID = VoidType()
 Type = ScalarType | MemRefType | GroupType | VoidType
 """Any tensor-language type."""
 
+Number = bool | int | float | complex
+"""The Python value of a scalar constant (a literal, the ``value`` of ``constant``)."""
+
 
 def complex_part(t: ScalarType) -> ScalarType:
     """The type of a complex type's real and imaginary parts (``t`` itself when real)."""

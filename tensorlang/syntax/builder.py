@@ -19,13 +19,10 @@ from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, note
 from tensorlang.ir import infer
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import OPS, OpDef
-from tensorlang.ir.types import INDEX, MemRefType, ScalarType, Type
+from tensorlang.ir.types import INDEX, MemRefType, Number, ScalarType, Type
 from tensorlang.syntax.literals import parse_int, parse_number
 from tensorlang.syntax.scope import Node, Scope, as_token, as_tokens, as_tree, loc_of
 from tensorlang.syntax.typeparse import build_type, expect_scalar
-
-Number = bool | int | float | complex
-"""The Python value of a literal."""
 
 MAX_DEPTH = 40
 """Regions nest at most this deep (deeper nesting is rejected, not a Python crash); the
