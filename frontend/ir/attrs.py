@@ -6,48 +6,17 @@ Each attribute is a frozen dataclass; ``str`` gives its canonical MLIR spelling 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import SupportsComplex, SupportsFloat, SupportsIndex, SupportsInt
 
 import numpy as np
 
+from frontend.ir.dense import format_dense
 from frontend.ir.types import TensorType, Type
-
-
-def as_int(value: object) -> int:
-    """An attribute's Python value as an int (a TypeError when it is not a number)."""
-    if not isinstance(value, SupportsInt):
-        raise TypeError(f"expected an integer attribute, got {value!r}")
-    return int(value)
-
-
-def as_float(value: object) -> float:
-    """An attribute's Python value as a float."""
-    if not isinstance(value, SupportsFloat):
-        raise TypeError(f"expected a float attribute, got {value!r}")
-    return float(value)
-
-
-def as_complex(value: object) -> complex:
-    """An attribute's Python value as a complex number."""
-    if not isinstance(value, (complex, SupportsComplex, SupportsFloat, SupportsIndex)):
-        raise TypeError(f"expected a number, got {value!r}")
-    return complex(value)
-
-
-def as_ints(value: object) -> list[int]:
-    """An attribute's Python value (a list, tuple or array of integers) as a list of ints."""
-    if not isinstance(value, Iterable):
-        raise TypeError(f"expected a list of integers, got {value!r}")
-    return [as_int(v) for v in value]
-
-
-def as_bools(value: object) -> list[bool]:
-    """An attribute's Python value (a list or array of booleans) as a list of bools."""
-    if not isinstance(value, Iterable):
-        raise TypeError(f"expected a list of booleans, got {value!r}")
-    return [bool(v) for v in value]
+from frontend.ir.values import as_bools as as_bools
+from frontend.ir.values import as_complex as as_complex
+from frontend.ir.values import as_float as as_float
+from frontend.ir.values import as_int as as_int
+from frontend.ir.values import as_ints as as_ints
 
 
 class Attr:
@@ -242,8 +211,6 @@ class DenseElementsAttr(Attr):
     array: np.ndarray
 
     def __str__(self) -> str:
-        from frontend.syntax.literals import format_dense
-
         return f"{format_dense(self.array, self.type)} : {self.type}"
 
     def __eq__(self, other: object) -> bool:

@@ -1,4 +1,5 @@
-"""Dense element literals: ``dense<...>`` bodies to numpy arrays and back.
+"""Dense element literals: ``dense<...>`` bodies to numpy arrays (printed back by
+:mod:`frontend.ir.dense`).
 
 Accepted bodies: a splat scalar, nested lists, ``dense<>`` (no elements), booleans,
 decimal and hex-bit-pattern floats (also inside lists and ``(re, im)`` complex pairs),
@@ -13,7 +14,6 @@ import re
 import ml_dtypes
 import numpy as np
 
-from frontend.ir.attrs import as_complex, as_float, as_int
 from frontend.ir.types import (
     ComplexType,
     ElementType,
@@ -27,7 +27,6 @@ from frontend.ir.types import (
 _SCALAR = re.compile(
     r"\s*(?:(\[)|(\])|(\()|(\))|(,)|(true|false)|(0x[0-9a-fA-F]+)"
     r"|([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan))|(\S))")
-BLOB_THRESHOLD = 64
 
 
 class LiteralError(ValueError):
@@ -111,11 +110,6 @@ def splat(value: object, shape: tuple[int, ...]) -> np.ndarray:
     tensor<17179869184xf32>``); the broadcast view costs one element.
     """
     return np.broadcast_to(np.asarray(value), shape)
-
-
-def is_lazy_splat(array: np.ndarray) -> bool:
-    """True for an array made by :func:`splat` (all strides zero, more than one element)."""
-    return array.size > 1 and not any(array.strides)
 
 
 def _static_shape(t: TensorType) -> tuple[int, ...]:
@@ -248,77 +242,3 @@ def from_blob(text: str, t: TensorType) -> np.ndarray:
     if arr.size != size:
         raise LiteralError(f"hex blob has {arr.size} elements but {t} has {size}")
     return arr.reshape(want)
-
-
-def format_dense(array: np.ndarray, t: TensorType) -> str:
-    """Canonical ``dense<...>`` text for ``array`` of type ``t``."""
-    if array.size == 0:
-        return "dense<>"
-    if is_lazy_splat(array):
-        return f"dense<{_scalar(array.flat[0], t.element)}>"
-    flat = array.reshape(-1)
-    if array.size > 1 and _same_bits(flat):
-        return f"dense<{_scalar(flat[0], t.element)}>"
-    if array.size == 1:
-        return f"dense<{_nested(array, t.element)}>"
-    if array.size > BLOB_THRESHOLD:
-        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
-        return f'dense<"0x{data.hex().upper()}">'
-    return f"dense<{_nested(array, t.element)}>"
-
-
-def _same_bits(flat: np.ndarray) -> bool:
-    raw = flat.view(np.uint8).reshape(flat.size, -1)
-    return bool(np.all(raw == raw[0]))
-
-
-def _nested(array: np.ndarray, e: ElementType) -> str:
-    if array.ndim == 0:
-        return _scalar(array[()], e)
-    return "[" + ", ".join(_nested(sub, e) for sub in array) + "]"
-
-
-def _scalar(x: object, e: ElementType) -> str:
-    if isinstance(e, QuantizedType):
-        e = e.storage
-    if isinstance(e, ComplexType):
-        c = as_complex(x)
-        re_ = np.array(c.real).astype(e.element.dtype)
-        im = np.array(c.imag).astype(e.element.dtype)
-        return f"({_float(re_[()], e.element)}, {_float(im[()], e.element)})"
-    if isinstance(e, FloatType):
-        return _float(x, e)
-    if isinstance(e, IntegerType) and e.is_bool:
-        return "true" if bool(x) else "false"
-    return str(as_int(x))
-
-
-def _float(x: object, e: FloatType) -> str:
-    v = as_float(x)
-    if not np.isfinite(v) or e.name == "tf32":
-        bits = np.array(x, e.dtype).view(f"u{e.dtype.itemsize}")
-        if e.name == "tf32":
-            return f"0x{int(bits) >> 13:X}" if not np.isfinite(v) else repr(v)
-        return f"0x{int(bits):0{2 * e.dtype.itemsize}X}"
-    if v == 0.0 and np.signbit(v):
-        return "-0.0"
-    if e.dtype in (np.float16, np.float32, np.float64):
-        scalar = np.array(x, e.dtype)[()]
-        assert isinstance(scalar, np.floating)
-        if v == 0.0 or 1e-4 <= abs(v) < 1e16:
-            text = np.format_float_positional(scalar, unique=True, trim="0")
-        else:
-            text = np.format_float_scientific(scalar, unique=True, trim="0")
-    else:
-        text = _shortest(v, e)
-    return text if any(c in text for c in ".e") else text + ".0"
-
-
-def _shortest(v: float, e: FloatType) -> str:
-    """The shortest ``%g`` spelling that reads back as the same ``e`` value (bf16, f8...)."""
-    target = np.array(v, e.dtype).tobytes()
-    for digits in range(1, 18):
-        text = f"{v:.{digits}g}"
-        if np.array(float(text)).astype(e.dtype).tobytes() == target:
-            return text
-    return repr(v)
