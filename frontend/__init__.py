@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from frontend.ir.core import Module
+from frontend.syntax import printer as _printer  # noqa: F401  (str(module) prints with it)
 from tensorlang.diagnostics import CompileError, Source
 
 __all__ = ["parse", "parse_unverified", "Module", "CompileError"]

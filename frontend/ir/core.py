@@ -7,9 +7,9 @@ attributes (by name), their regions and their source location.  The op table in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
@@ -24,11 +24,9 @@ from frontend.ir.attrs import (
     as_int,
     as_ints,
 )
+from frontend.ir.ops import OPS, OpDef, operand_groups
 from frontend.ir.types import Type
 from tensorlang.diagnostics import Loc
-
-if TYPE_CHECKING:
-    from frontend.ir.ops import OpDef
 
 AttrT = TypeVar("AttrT", bound=Attr)
 
@@ -98,8 +96,6 @@ class Op:
     @property
     def opdef(self) -> OpDef | None:
         """The op-table entry (:class:`frontend.ir.ops.OpDef`), or None when unknown."""
-        from frontend.ir.ops import OPS
-
         return OPS.get(self.name)
 
     def operand(self, name: str) -> Value:
@@ -108,9 +104,7 @@ class Op:
 
     def operand_group(self, name: str) -> list[Value]:
         """The operands bound to the table's operand ``name`` (variadic ones give many)."""
-        from frontend.ir.ops import operand_groups
-
-        return operand_groups(self)[name]
+        return operand_groups(self.name, self.operands)[name]
 
     def attr(self, name: str, default: object = None) -> object:
         """The plain Python value of attribute ``name`` (``default`` when absent)."""
@@ -242,10 +236,15 @@ class Module:
         """The function called ``name`` or None."""
         return next((f for f in self.funcs if f.name.strip('"') == name), None)
 
-    def __str__(self) -> str:
-        from frontend.syntax.printer import print_module
+    printer: ClassVar[Callable[[Module], str] | None] = None
+    """What ``str(module)`` calls: :func:`frontend.syntax.printer.print_module`, which the
+    printer module sets when it is loaded (``frontend/__init__.py`` loads it, so any import
+    of the package does; the IR does not import its syntax)."""
 
-        return print_module(self)
+    def __str__(self) -> str:
+        printer = Module.printer
+        assert printer is not None, "frontend.syntax.printer is not loaded"
+        return printer(self)
 
 
 def walk(region: Region) -> list[Op]:

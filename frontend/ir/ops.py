@@ -17,11 +17,11 @@ Pretty syntaxes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from frontend.ir.core import Op, Value
+T = TypeVar("T")
 
 VARIADIC = -1
 
@@ -298,17 +298,18 @@ def required_attrs(opdef: OpDef) -> tuple[str, ...]:
 ALIASES = {"return": "func.return", "call": "func.call"}
 
 
-def operand_groups(op: Op) -> dict[str, list[Value]]:
-    """Map each of ``op``'s table operand names to its operands (variadics share the rest)."""
-    opdef = OPS.get(op.name)
-    operands = list(op.operands)
+def operand_groups(name: str, operands: Sequence[T]) -> dict[str, list[T]]:
+    """Map each table operand name of op ``name`` to its ``operands`` (variadics share the
+    rest); empty for an op not in the table."""
+    opdef = OPS.get(name)
+    operands = list(operands)
     if opdef is None:
         return {}
     names = opdef.operands
     n_var = sum(n.endswith("*") for n in names)
     fixed = len(names) - n_var
     each = (len(operands) - fixed) // n_var if n_var else 0
-    out: dict[str, list[Value]] = {}
+    out: dict[str, list[T]] = {}
     pos = 0
     for n in names:
         take = each if n.endswith("*") else 1

@@ -153,3 +153,6 @@ def _module_body(m: Module) -> str:
     body = "\n".join(items)
     tail = _dict(m.src_loc)
     return f"{head} {{\n{body}\n}}{tail}\n" if items else f"{head} {{\n}}{tail}\n"
+
+
+Module.printer = print_module
