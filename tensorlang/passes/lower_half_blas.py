@@ -98,22 +98,23 @@ def _reduce(b: _Builder, count: Value, term: Callable[[Value], Value]) -> Value:
 
 
 def _gemm(b: _Builder, inst: Instruction) -> Body:
-    a, bm, ta, tb = inst.A, inst.B, inst.attr("trans_a"), inst.attr("trans_b")
+    a, bm = inst.single("A"), inst.single("B")
+    ta, tb = inst.attr_of("trans_a", Transpose), inst.attr_of("trans_b", Transpose)
     depth = _op_size(b, a, ta, 1)
     return lambda b, ij: _reduce(b, depth, lambda k: b.f32(
         "mul", _op_at(b, a, ta, ij[0], k), _op_at(b, bm, tb, k, ij[1])))
 
 
 def _gemv(b: _Builder, inst: Instruction) -> Body:
-    a, x, ta = inst.A, inst.B, inst.attr("trans_a")
+    a, x, ta = inst.single("A"), inst.single("B"), inst.attr_of("trans_a", Transpose)
     depth = _op_size(b, a, ta, 1)
     return lambda b, i: _reduce(b, depth, lambda k: b.f32(
         "mul", _op_at(b, a, ta, i[0], k), b.load_f32(x, [k])))
 
 
 def _sum(b: _Builder, inst: Instruction) -> Body:
-    a, ta = inst.A, inst.attr("trans_a")
-    if a.type.order == 1:
+    a, ta = inst.single("A"), inst.attr_of("trans_a", Transpose)
+    if a.memref_type.order == 1:
         count = b.size(a, 0)
         return lambda b, i: _reduce(b, count, lambda k: b.load_f32(a, [k]))
     depth = _op_size(b, a, ta, 1)
@@ -121,18 +122,18 @@ def _sum(b: _Builder, inst: Instruction) -> Body:
 
 
 def _axpby(b: _Builder, inst: Instruction) -> Body:
-    a, ta = inst.A, inst.attrs.get("trans_a")
-    if a.type.order == 2:
+    a, ta = inst.single("A"), inst.attrs.get("trans_a")
+    if a.memref_type.order == 2:
         return lambda b, ij: _op_at(b, a, ta, ij[0], ij[1])
     return lambda b, idx: b.load_f32(a, list(idx))
 
 
 _BODIES: dict[str, Callable[[_Builder, Instruction], Body]] = {
     "gemm": _gemm, "gemv": _gemv, "sum": _sum, "axpby": _axpby,
-    "ger": lambda b, inst: lambda b, ij: b.f32("mul", b.load_f32(inst.A, [ij[0]]),
-                                                 b.load_f32(inst.B, [ij[1]])),
-    "hadamard_product": lambda b, inst: lambda b, i: b.f32("mul", b.load_f32(inst.A, i),
-                                                              b.load_f32(inst.B, i)),
+    "ger": lambda b, inst: lambda b, ij: b.f32("mul", b.load_f32(inst.single("A"), [ij[0]]),
+                                                 b.load_f32(inst.single("B"), [ij[1]])),
+    "hadamard_product": lambda b, inst: lambda b, i: b.f32("mul", b.load_f32(inst.single("A"), i),
+                                                              b.load_f32(inst.single("B"), i)),
 }
 
 
