@@ -8,7 +8,7 @@ Public API::
     outs = exe(*numpy_arrays)                                # tuple of numpy arrays
 
 ``device`` may also be a ``dpctl.SyclQueue`` (OpenCL backend): kernels are built through
-dpctl and take USM memory too (``backend_opencl.exec.sycl_module``, docs/devices.md).
+dpctl and take USM memory too (``backend_opencl.runtime.sycl``, docs/devices.md).
 """
 
 from __future__ import annotations
@@ -27,22 +27,15 @@ def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A
     ``check_bounds``: guard every access isl cannot prove in bounds; a launch that
     violates one raises ``tensorlang.BoundsError`` naming the access.
     """
-    from backend_opencl.runtime.sycl.queue import is_queue, sycl_device
+    from backend_opencl.api.compiler import compile_program, device_of, facts_of
 
-    sycl = is_queue(device)
-    if autotune:  # measured through pyopencl, so a SYCL device only when pyopencl sees it
+    dev = device_of(device)
+    facts = facts_of(dev)
+    if autotune and facts.cl_device is not None:  # measured through pyopencl
         from backend_opencl.tools.tune import tune
 
-        facts = sycl_device(device).facts if sycl else None
-        if not sycl or facts.cl_device is not None:
-            tune(program, device=facts if sycl else device)
-    if sycl:  # a dpctl.SyclQueue: built through dpctl, run on the queue
-        from backend_opencl.exec.sycl_module import compile_for_queue
-
-        return compile_for_queue(program, device, check_bounds)
-    from backend_opencl.api.compiler import compile_program
-
-    return compile_program(program, device=device, check_bounds=check_bounds)
+        tune(program, device=facts)
+    return compile_program(program, device=dev, check_bounds=check_bounds)
 
 
 def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
@@ -58,13 +51,6 @@ def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
     for a token) and returns a sequence with one array per result (shape and dtype as
     declared; the entry of a token is ignored). Without them such a program is a
     CompileError at the callback."""
-    from backend_opencl.runtime.sycl.queue import is_queue
-
-    if is_queue(device):
-        from backend_opencl.exec.sycl_executable import compile_stablehlo_for_queue
-
-        return compile_stablehlo_for_queue(text, device, filename, check_bounds,
-                                           host_callbacks=host_callbacks)
     from backend_opencl.api.compiler import compile_stablehlo_program
 
     return compile_stablehlo_program(text, device=device, filename=filename,

@@ -12,7 +12,7 @@ from backend_opencl.api.jax.bridge import (
     jit,
     set_device_results,
 )
-from backend_opencl.exec.device_array import DeviceArray
+from backend_opencl.runtime.opencl.device_array import DeviceArray
 
 __all__ = ["Compiled", "DeviceArray", "JaxCompileError", "Jitted", "Lowered", "Summary",
            "host_callbacks", "jit", "set_device_results"]

@@ -26,10 +26,21 @@ from tensorlang.diagnostics import TlcError
 from tensorlang.ir.core import Program
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from backend_opencl.emit import EmittedProgram, Target
+    from backend_opencl.exec.executable import Executable
+    from backend_opencl.exec.module import Module
+    from backend_opencl.exec.runtime import KernelRuntime, PlanRuntime
+    from backend_opencl.runtime.opencl.devices import Device
+    from backend_opencl.runtime.sycl.queue import SyclDevice
+    from frontend.lower import Lowered
+
+    RunDevice = Device | SyclDevice
+    """A device tlc runs on: an OpenCL device or a SYCL queue's."""
 
 
-def as_program(program: Any, filename: str = "<string>") -> Program:
+def as_program(program: object, filename: str = "<string>") -> Program:
     """``program`` itself, or tensor-language text parsed; TlcError for anything else."""
     if isinstance(program, Program):
         return program
@@ -41,7 +52,7 @@ def as_program(program: Any, filename: str = "<string>") -> Program:
                    f"{type(program).__name__}")
 
 
-def target_from_device(device: Any) -> Target:
+def target_from_device(device: Device) -> Target:
     """The code-generation target for ``device`` (the code generator is imported only
     when something is compiled; tests replace this function)."""
     from backend_opencl.emit.target import target_from_device as derive
@@ -49,11 +60,50 @@ def target_from_device(device: Any) -> Target:
     return derive(device)
 
 
-def device_of(device: Any) -> Any:
-    """``device`` when it is a ``runtime.Device``, else the device a spec (or None) picks."""
+def device_of(device: Any) -> RunDevice:
+    """The device tlc runs on for ``device``: a ``runtime.Device`` as it is, a
+    ``dpctl.SyclQueue``'s :class:`~backend_opencl.runtime.sycl.queue.SyclDevice`, else
+    the OpenCL device a spec (or None) picks."""
     from backend_opencl.runtime import Device, get_device
+    from backend_opencl.runtime.sycl.queue import SyclDevice, is_queue, sycl_device
 
-    return device if isinstance(device, Device) else get_device(device)
+    if isinstance(device, (Device, SyclDevice)):
+        return device
+    return sycl_device(device) if is_queue(device) else get_device(device)
+
+
+def facts_of(dev: RunDevice) -> Device:
+    """The OpenCL device facts code generation and tuning use for ``dev`` (a SYCL
+    device's are those of the same device as pyopencl sees it)."""
+    from backend_opencl.runtime.sycl.queue import SyclDevice
+
+    return dev.facts if isinstance(dev, SyclDevice) else dev
+
+
+def kernel_runtime(dev: RunDevice) -> KernelRuntime:
+    """The runtime a module's kernels run on for device ``dev``."""
+    from backend_opencl.runtime.sycl.queue import SyclDevice
+
+    if isinstance(dev, SyclDevice):
+        from backend_opencl.runtime.sycl.kernels import SyclKernels
+
+        return SyclKernels(dev)
+    from backend_opencl.runtime.opencl.kernels import OpenCLKernels
+
+    return OpenCLKernels(dev)
+
+
+def plan_runtime(dev: RunDevice) -> PlanRuntime:
+    """The runtime a StableHLO executable's plan runs on for device ``dev``."""
+    from backend_opencl.runtime.sycl.queue import SyclDevice
+
+    if isinstance(dev, SyclDevice):
+        from backend_opencl.runtime.sycl.plans import SyclPlans
+
+        return SyclPlans(dev)
+    from backend_opencl.runtime.opencl.plans import OpenCLPlans
+
+    return OpenCLPlans(dev)
 
 
 def _after_passes(program: Program, check_bounds: bool = False,
@@ -104,8 +154,8 @@ def lower(program: Program, target: Target | None = None, check_bounds: bool = F
                         target or DEFAULT_TARGET)
 
 
-def compile_program(program: Any, device: Any = None, target: Target | None = None,
-                    check_bounds: bool = False, launch_checks: bool = True) -> Any:
+def compile_program(program: object, device: object = None, target: Target | None = None,
+                    check_bounds: bool = False, launch_checks: bool = True) -> Module:
     """Compile tensor-language text or a Program for ``device``; return a Module.
 
     ``target`` overrides the code-generation target derived from the device (tests use it
@@ -121,12 +171,13 @@ def compile_program(program: Any, device: Any = None, target: Target | None = No
     dev = device_of(device)
     with progress.compiling(_program_name(prog)):
         if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
-            target = cached_target(prog, dev, target_from_device(dev))
+            facts = facts_of(dev)
+            target = cached_target(prog, facts, target_from_device(facts))
         contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
         progress.phase("passes")
         emitted = lower(prog, target, check_bounds, contracts)
         progress.phase(f"OpenCL build of {len(emitted.kernels)} kernels")
-        return Module(emitted, prog, dev, checks=contracts)
+        return Module(emitted, prog, kernel_runtime(dev), checks=contracts)
 
 
 def _program_name(program: Program) -> str:
@@ -150,7 +201,7 @@ def tensor_language(program: Any, entry: str = "main",
     return _kernels_program(lower_function(_part_with(parts, entry), entry, host_callbacks))
 
 
-def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
+def emit(program: Any, kind: str, device: object = None, entry: str = "main",
          check_bounds: bool = False, host_callbacks: int | None = None) -> str:
     """Text for ``tlc compile --emit kind``: ``tl``, ``cl`` or ``schedule``.
 
@@ -169,26 +220,26 @@ def emit(program: Any, kind: str, device: Any = None, entry: str = "main",
     raise TlcError(f"error: unknown --emit kind {kind!r} (use tl, cl or schedule)")
 
 
-def _target_or_default(device: Any) -> Target:
+def _target_or_default(device: object) -> Target:
     """The device's target, or the default CPU target when no OpenCL device is available."""
     from backend_opencl.emit import DEFAULT_TARGET
     from backend_opencl.runtime import DeviceError
 
     try:
-        return target_from_device(device_of(device))
+        return target_from_device(facts_of(device_of(device)))
     except DeviceError:
         if device is not None:
             raise
         return DEFAULT_TARGET
 
 
-def _is_stablehlo_module(program: Any) -> bool:
+def _is_stablehlo_module(program: object) -> bool:
     from frontend.ir.core import Module as StableHLOModule
 
     return isinstance(program, StableHLOModule)
 
 
-def _kernels_program(lowered: Any) -> Program:
+def _kernels_program(lowered: Lowered) -> Program:
     """The lowered kernels parsed, without dead code (index arithmetic nobody reads)."""
     import tensorlang
     from tensorlang.passes import run_pipeline
@@ -201,13 +252,13 @@ def _kernels_program(lowered: Any) -> Program:
 EXECUTABLES_KEPT = 128
 """The most compiled StableHLO executables a process keeps in memory (the disk cache
 answers a later compile of an older one in ~0.1 s)."""
-_EXECUTABLES: Memo[tuple[Any, ...], Any] = Memo(EXECUTABLES_KEPT)
+_EXECUTABLES: Memo[tuple[Any, ...], Executable] = Memo(EXECUTABLES_KEPT)
 
 
-def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<string>",
+def compile_stablehlo_program(text: str, device: object = None, filename: str = "<string>",
                               entry: str = "main", check_bounds: bool = False,
                               host_callbacks: Sequence[Callable[..., Any]] | None = None
-                              ) -> Any:
+                              ) -> Executable:
     """Parse, verify and lower StableHLO text; build its kernels (one program); cached.
 
     ``check_bounds``: the kernels get run-time bounds guards (their locations are in
@@ -217,10 +268,14 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
     one), as jax's lowering keeps them; without them such a program is a CompileError at
     the callback.  The cache keeps the executable without them (keyed by their number);
     the one returned calls them."""
+    from backend_opencl.runtime.sycl.queue import SyclDevice
+
     dev = device_of(device)
     count = None if host_callbacks is None else len(host_callbacks)
-    key = (text, filename, entry, dev.key, count, check_bounds)
-    exe = _EXECUTABLES.get(key)
+    key = (text, filename, entry, dev.key, count, check_bounds)  # the disk cache's key
+    # an executable runs on its queue
+    memo = key + (dev.queue,) if isinstance(dev, SyclDevice) else key
+    exe = _EXECUTABLES.get(memo)
     if exe is None:
         with progress.compiling(filename):
             disk = _lowered_cache_file(key)
@@ -230,12 +285,12 @@ def compile_stablehlo_program(text: str, device: Any = None, filename: str = "<s
                 exe = _compile_stablehlo(text, dev, filename, entry, check_bounds, count)
                 if disk is not None:
                     _store_executable(disk, exe)
-        _EXECUTABLES[key] = exe
+        _EXECUTABLES[memo] = exe
     return exe.with_callbacks(host_callbacks) if host_callbacks else exe
 
 
-def _compile_stablehlo(text: str, dev: Any, filename: str, entry: str,
-                       check_bounds: bool, callbacks: int | None) -> Any:
+def _compile_stablehlo(text: str, dev: RunDevice, filename: str, entry: str,
+                       check_bounds: bool, callbacks: int | None) -> Executable:
     """Parse, verify and lower StableHLO text (``callbacks``: how many host callbacks the
     executable will have), and compile its kernels."""
     import frontend
@@ -302,7 +357,7 @@ def _load_stored(path: Path) -> tuple[Any, ...] | None:
     return None
 
 
-def _load_executable(path: Path, dev: Any) -> Any:
+def _load_executable(path: Path, dev: RunDevice) -> Executable | None:
     """The executable stored in ``path``, or None when there is none (or it is unreadable)."""
     stored = _load_stored(path)
     if stored is None:
@@ -311,11 +366,12 @@ def _load_executable(path: Path, dev: Any) -> Any:
     from backend_opencl.exec.module import Module
 
     plan, program, written, entry, arg_dtypes, result_dtypes = stored
-    module = Module(program, None, dev, written) if program is not None else None
-    return Executable(plan, module, dev, entry, arg_dtypes, result_dtypes)
+    module = Module(program, None, kernel_runtime(dev), written) \
+        if program is not None else None
+    return Executable(plan, module, plan_runtime(dev), entry, arg_dtypes, result_dtypes)
 
 
-def _store_executable(path: Path, exe: Any) -> None:
+def _store_executable(path: Path, exe: Executable) -> None:
     """Write ``exe``'s plan and kernels to ``path`` (atomically, then the cache is kept
     under its cap; errors are ignored: the cache is an optimisation)."""
     from backend_opencl import diskcache
@@ -331,21 +387,22 @@ def _part_with(parts: list[Any], entry: str) -> Any:
     return next((p for p in parts if p.func(entry) is not None), parts[0])
 
 
-def compile_lowered(lowered: Any, device: Any = None) -> Any:
+def compile_lowered(lowered: Lowered, device: object = None) -> Executable:
     """An executable for an already lowered function (``frontend.lower.Lowered``)."""
     return _executable(lowered, device_of(device), lowered.func.name.strip('"'))
 
 
-def _executable(lowered: Any, dev: Any, entry: str, check_bounds: bool = False) -> Any:
+def _executable(lowered: Lowered, dev: RunDevice, entry: str, check_bounds: bool = False
+                ) -> Executable:
     from backend_opencl.exec.executable import Executable
 
     program = _kernels_program(lowered)
     module = compile_program(program, dev, check_bounds=check_bounds,
                              launch_checks=False) if program.functions else None
-    return Executable(lowered.plan, module, dev, entry, *value_dtypes(lowered))
+    return Executable(lowered.plan, module, plan_runtime(dev), entry, *value_dtypes(lowered))
 
 
-def value_dtypes(lowered: Any) -> tuple[list[Any], list[Any]]:
+def value_dtypes(lowered: Lowered) -> tuple[list[np.dtype | None], list[np.dtype | None]]:
     """The numpy dtypes of a lowered function's parameters and of its results (those of
     its checks after its own); None for a token."""
     from frontend.ir.types import TensorType
@@ -357,11 +414,11 @@ def value_dtypes(lowered: Any) -> tuple[list[Any], list[Any]]:
     return args, results + [_check_dtype(lowered, i) for i in range(len(lowered.checks))]
 
 
-def _check_dtype(lowered: Any, i: int) -> Any:
+def _check_dtype(lowered: Lowered, i: int) -> np.dtype:
     """The numpy dtype of the i-th check result (the checked value's buffer)."""
     import numpy as np
 
-    from backend_opencl.exec.module import NUMPY_DTYPES
+    from backend_opencl.exec.arguments import NUMPY_DTYPES
 
     bid = lowered.plan.results[len(lowered.func.result_types) + i]
     return np.dtype(NUMPY_DTYPES[lowered.plan.buffer(bid).dtype])

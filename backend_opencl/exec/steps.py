@@ -1,10 +1,9 @@
-"""Host step functions shared by the plan executors: the OpenCL one
-(:mod:`backend_opencl.exec.executable`) and the SYCL one
-(:mod:`backend_opencl.exec.sycl_executable`).
+"""Host step functions of the plan executor (:mod:`backend_opencl.exec.executable`).
 
-A step function runs one plan step (:mod:`tensorlang.plan`) on a run object that each
-executor defines (:class:`Run`: its buffers for one call).  What the two executors share
-lives here: host control flow (``While``, ``If``, ``Case``; predicates read back through
+A step function runs one plan step (:mod:`tensorlang.plan`) on a run object
+(:class:`Run`: its buffers for one call; the executor's, or a prepared frame of the
+OpenCL runtime, :mod:`backend_opencl.runtime.opencl.frames`).  What they share lives
+here: host control flow (``While``, ``If``, ``Case``; predicates read back through
 ``run.scalar``), counted loops, host callbacks (``Callback``: arguments read back through
 ``run.read``, results written through ``run.write``), which launches may bind their
 buffers straight to the kernel, which buffers a plan writes, and the checks of a call's
@@ -30,7 +29,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from backend_opencl.exec.module import NUMPY_DTYPES
+from backend_opencl.exec.arguments import NUMPY_DTYPES
 from tensorlang.diagnostics import CallbackError, LaunchError
 from tensorlang.ir.types import MemRefType
 from tensorlang.plan import (

@@ -9,12 +9,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tensorlang.ir.types import MemRefType
+
 
 def aligned_empty(nbytes: int, align: int) -> np.ndarray:
     """An uninitialized byte array of ``nbytes`` whose data is ``align``-byte aligned."""
     raw = np.empty(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + nbytes]
+
+
+def static_layout(t: MemRefType) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape and strides of a static memref type (AssertionError for a dynamic one:
+    callers check ``t.is_static`` first)."""
+    shape = tuple(n for n in t.shape if n is not None)
+    strides = tuple(s for s in t.strides if s is not None)
+    assert len(shape) == len(strides) == t.order, t
+    return shape, strides
 
 
 def span_elements(shape: Sequence[int], strides: Sequence[int]) -> int:

@@ -105,13 +105,14 @@ def kernel_usage(func: Function, path: str, problem: str) -> str:
 
 def _argument_row(arg: Value, written: bool) -> Row:
     """``%name``, the type, and the number or numpy shape and dtype to pass."""
-    from backend_opencl.exec.module import NUMPY_DTYPES
-    from tensorlang.ir.types import GroupType, ScalarType, dim_str
+    from backend_opencl.exec.arguments import NUMPY_DTYPES
+    from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
 
     t = arg.type
     if isinstance(t, ScalarType):
         return f"%{arg.name}", str(t), f"a number ({np.dtype(NUMPY_DTYPES[t.name]).name})"
     mem = t.memref if isinstance(t, GroupType) else t
+    assert isinstance(mem, MemRefType), t  # a kernel argument is a scalar, memref or group
     shape = ["members"] * isinstance(t, GroupType) + [dim_str(s) for s in mem.shape]
     what = (f"shape ({', '.join(shape)}{',' * (len(shape) == 1)}) dtype "
             f"{np.dtype(NUMPY_DTYPES[mem.element.name]).name}")
@@ -122,7 +123,7 @@ def kernel_arguments(func: Function, values: Sequence[Any]) -> list[Any]:
     """``values`` (from ``--inputs``, one per argument of kernel ``func``) as its call's
     arguments: numbers for scalars (from 0-d arrays), fresh copies of arrays in the
     memref's layout, a group's members from its first mode."""
-    from tensorlang.ir.types import GroupType, ScalarType
+    from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
     bound: list[Any] = []
     for arg, value in zip(func.args, values, strict=True):
@@ -137,6 +138,7 @@ def kernel_arguments(func: Function, values: Sequence[Any]) -> list[Any]:
                                f"members; got {_shape_text(value)}")
             bound.append([in_layout(member, t.memref) for member in value])
         else:
+            assert isinstance(t, MemRefType), t
             bound.append(in_layout(value, t) if isinstance(value, np.ndarray) else value)
     return bound
 

@@ -47,7 +47,7 @@ def _first_contraction(func: Function) -> tuple[ScalarType, str, str, bool] | No
 
 
 def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator) -> list:
-    from backend_opencl.exec.module import NUMPY_DTYPES
+    from backend_opencl.exec.arguments import NUMPY_DTYPES
 
     args: list = []
     for arg in func.args:
@@ -56,6 +56,7 @@ def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator)
             args.append(np.dtype(NUMPY_DTYPES[t.name]).type(1 if t.name != "index" else 0))
             continue
         mem = t.memref if isinstance(t, GroupType) else t
+        assert isinstance(mem, MemRefType), t  # a kernel argument is a scalar, memref or group
         shape = tuple(s if s is not None else (groups if m == mem.order - 1 and mem.order >= 3
                                                 else size) for m, s in enumerate(mem.shape))
         dtype = NUMPY_DTYPES[mem.element.name]
@@ -69,21 +70,17 @@ def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator)
 
 def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float:
     kernel = getattr(module, name)
-    queue = module.device.queue
-    bound = [kernel._check(i, a, v, groups)(module.device.context, queue)
+    runtime = kernel.runtime
+    bound = [kernel.bind(i, a, v, groups)[1]()
              for i, (a, v) in enumerate(zip(kernel.info.abi, args, strict=True))]
     flat = [v for values, _ in bound for v in values]
     if kernel.info.guards:  # accesses the launch checks cannot cover record violations
-        from backend_opencl.runtime.opencl.memory import device_buffer
-
-        flat.append(device_buffer(kernel._bounds_record()))
-    from backend_opencl.runtime.opencl.launch import launch
-
+        flat.append(runtime.record_arg(kernel.bounds_record()))
     times = []
     for _ in range(repeat + 1):
         start = time.perf_counter()
-        launch(queue, kernel._kernel, flat, groups, kernel.info.plan.work_group_size)
-        queue.finish()
+        runtime.finish(runtime.launch(kernel.handle, flat, groups,
+                                      kernel.info.plan.work_group_size))
         times.append(time.perf_counter() - start)
     return statistics.median(times[1:])
 
@@ -112,7 +109,7 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
         plan = choose_plan(func, base)
         ranked = sorted(candidates(plan, elem, m, n), key=lambda b: cost(plan, elem, m, n, b))
         choices: list[Choice] = [(rm, rn, s) for rm, rn in ranked[:top] for s in (0, 1)] \
-            if transposed else ranked[:top]
+            if transposed else list(ranked[:top])
         args = _arguments(func, groups, size, np.random.default_rng(0))
         results = []
         for k, choice in enumerate(choices):

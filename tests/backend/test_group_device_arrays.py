@@ -15,7 +15,7 @@ import pyopencl.tools as cl_tools
 import pytest
 
 import backend_opencl
-from backend_opencl.exec.module import Group
+from backend_opencl.exec.arguments import Group
 from backend_opencl.runtime import get_device
 from backend_opencl.runtime.opencl import device_groups
 from tensorlang.diagnostics import LaunchError

@@ -1,7 +1,7 @@
 """A kernel call without ``num_groups``: the count comes from the argument modes that
 ``group_id`` indexes when they agree (a group's member count counts too), 1 for a kernel
 that never reads its group, and a LaunchError naming the arguments otherwise: never a
-partial run (``backend_opencl.exec.module.default_num_groups``)."""
+partial run (``backend_opencl.exec.arguments.default_num_groups``)."""
 
 from __future__ import annotations
 

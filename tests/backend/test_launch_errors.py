@@ -12,8 +12,8 @@ import pyopencl.array as cla
 import pytest
 
 import backend_opencl
-from backend_opencl.exec.module import max_allocation
 from backend_opencl.runtime import get_device
+from backend_opencl.runtime.opencl.kernels import max_allocation
 from tensorlang.diagnostics import LaunchError
 
 SOURCE = """

@@ -10,7 +10,7 @@ import pytest
 import backend_opencl
 import tensorlang
 from backend_opencl.emit.localmem import plan_local_memory
-from backend_opencl.exec.module import Group
+from backend_opencl.exec.arguments import Group
 
 VIEWS = """
 func @views(%X: memref<f32x4x6x?>, %Y: memref<f32x24x?>, %Z: memref<f32x2x3>,

@@ -162,7 +162,7 @@ def test_group_members_by_address(module, h, rng, shift) -> None:
 def test_zero_copy_off_gives_the_same_results(monkeypatch, h, rng) -> None:
     monkeypatch.setenv(memory.ZERO_COPY_ENV, "0")
     mod = backend_opencl.compile(SOURCE)
-    assert mod.scale._align == 0
+    assert mod.runtime._align == 0
     A = _aligned(h.rand(rng, (6, 5), "f32"))
     B = _aligned(h.poison((6, 5), "f32"))
     mod.scale(np.float32(3), A, B)

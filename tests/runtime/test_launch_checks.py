@@ -15,7 +15,7 @@ import pytest
 
 import backend_opencl
 import tensorlang
-from backend_opencl.exec.module import Group
+from backend_opencl.exec.arguments import Group
 from tensorlang.diagnostics import BoundsError, LaunchError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from backend_opencl.exec import executable, frame
+from backend_opencl.exec import executable
+from backend_opencl.runtime.opencl import frames
 from tensorlang.plan import Buffer, Case, Free, Launch, Plan
 from tests.lowering.test_executor_io import call_concurrently
 from tests.runtime.test_plan_frames import _fresh, poison  # noqa: F401 (poison: a fixture)
@@ -78,7 +79,7 @@ def test_a_free_inside_a_branch_frees_no_slot() -> None:
         Launch("k", (0, 1), 1),
         Case(5, ((Launch("k", (1, 2), 1), Free((1,))), (Launch("k", (0, 3), 1),))),
         Launch("k", (0, 4), 1)))
-    layout = frame.Layout(plan, dynamic=frozenset({0, 5}), constants=frozenset())
+    layout = frames.Layout(plan, dynamic=frozenset({0, 5}), constants=frozenset())
     s = layout.slot_of
     assert layout.ok and len({s[b] for b in range(5)}) == 5
 
@@ -138,27 +139,27 @@ def test_the_gate_opens_before_a_predicate_read_and_after_the_enqueues(monkeypat
     exe = _fresh(CASE)
     args = _case_inputs(1)
     _check_case(exe(*args), args)
-    if not frame.Frame(exe, exe._frames.layout).gated:
+    if not frames.Frame(exe, exe._frames.layout).gated:
         pytest.skip("no gate on this device")
     reads: list[object] = []
-    real = frame.Frame.scalar
+    real = frames.Frame.scalar
 
-    def scalar(self: frame.Frame, bid: int) -> object:
+    def scalar(self: frames.Frame, bid: int) -> object:
         value = real(self, bid)
         reads.append(self.gate)
         return value
 
     closed: list[object] = []
-    real_close = frame.Frame._close
+    real_close = frames.Frame._close
 
-    def close(self: frame.Frame) -> None:
+    def close(self: frames.Frame) -> None:
         real_close(self)
         closed.append(self.gate)
 
-    monkeypatch.setattr(frame.Frame, "scalar", scalar)
-    monkeypatch.setattr(frame.Frame, "_close", close)
+    monkeypatch.setattr(frames.Frame, "scalar", scalar)
+    monkeypatch.setattr(frames.Frame, "_close", close)
     _check_case(exe(*args), args)
     assert reads == [None]
     assert len(closed) == 2 and all(g is not None for g in closed)  # the call, the branch
-    monkeypatch.setenv(frame.GATE_ENV, "0")
-    assert not frame.Frame(exe, exe._frames.layout).gated
+    monkeypatch.setenv(frames.GATE_ENV, "0")
+    assert not frames.Frame(exe, exe._frames.layout).gated

@@ -1,4 +1,4 @@
-"""Prepared frames of straight-line plans (``backend_opencl.exec.frame``): buffers share
+"""Prepared frames of straight-line plans (``backend_opencl.runtime.opencl.frames``): buffers share
 slots only when their lifetimes do not overlap, warm calls make no kernel objects,
 results never alias each other or a later call's, frames agree with the step-by-step
 executor, misaligned numpy arguments are bound in place; all against numpy."""
@@ -10,9 +10,9 @@ import pyopencl as cl
 import pytest
 
 import backend_opencl
-from backend_opencl.exec import executable, frame
+from backend_opencl.exec import executable
 from backend_opencl.runtime import get_device
-from backend_opencl.runtime.opencl import memory
+from backend_opencl.runtime.opencl import frames, memory
 from tensorlang.plan import Buffer, Copy, Free, Launch, Plan
 from tests.lowering.test_executor_io import call_concurrently, record_in_place_bindings
 
@@ -59,7 +59,7 @@ def poison(monkeypatch: pytest.MonkeyPatch) -> None:
 def _fresh(text: str) -> executable.Executable:
     """A new executable (not the driver's cached one) for ``text``."""
     exe = backend_opencl.compile_stablehlo(text)
-    return executable.Executable(exe.plan, exe.module, exe.device, exe.name,
+    return executable.Executable(exe.plan, exe.module, exe.runtime, exe.name,
                                 exe.arg_dtypes, exe.result_dtypes)
 
 
@@ -70,7 +70,7 @@ def test_slots_are_shared_only_between_disjoint_lifetimes() -> None:
         Launch("k", (1, 2), 1), Free((1,)),
         Launch("k", (2, 5), 1), Launch("k", (5, 3), 1), Free((2, 5)),
         Copy(3, 4), Free((3,))))
-    layout = frame.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
+    layout = frames.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
     assert layout.ok
     s = layout.slot_of
     assert s[1] == s[3] != s[2] and s[0] == s[2]  # reused after Free, same dtype and size
@@ -83,7 +83,7 @@ def test_a_buffer_used_after_its_free_turns_frames_off() -> None:
     plan = Plan(buffers=(Buffer(0, "f32", (8,)), Buffer(1, "f32", (8,))), params=(0,),
                 results=(1,), steps=(Launch("k", (0, 1), 1), Free((1,)),
                                      Launch("k", (0, 1), 1)))
-    assert not frame.Layout(plan, frozenset({0}), frozenset()).ok
+    assert not frames.Layout(plan, frozenset({0}), frozenset()).ok
 
 
 def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
@@ -178,7 +178,7 @@ def test_result_memory_is_reused_only_after_the_result_is_gone(monkeypatch) -> N
 """)
     a = RNG.standard_normal((n, n)).astype(np.float32)
     first = exe(a)
-    assert all(exe._in_place_results)
+    assert all(exe.in_place_results)
     held = {r.ctypes.data for r in first}
     second = exe(a)  # the first results are alive: fresh memory
     assert not held & {r.ctypes.data for r in second}

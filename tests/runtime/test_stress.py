@@ -47,7 +47,7 @@ def test_commands_run_late() -> None:
         dev = get_device()
         x = buffers.upload(dev, np.arange(64, dtype=np.float32))
         kernel = mod.twice
-        run = launch.prepared(dev.queue, mod.program, kernel.info.c_name, 1,
+        run = launch.prepared(dev.queue, mod.built.program, kernel.info.c_name, 1,
                               kernel.info.plan.work_group_size)
         late = 0
         for _ in range(20):

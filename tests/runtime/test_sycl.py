@@ -322,10 +322,10 @@ def test_stablehlo_mlp_on_the_queue(queue: Any) -> None:
 def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import backend_opencl
-    from backend_opencl.exec import sycl_executable
+    from backend_opencl.api import compiler
 
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(sycl_executable, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
     text, inputs, want = _mlp()
     backend_opencl.compile_stablehlo(text, device=queue)
     assert list((tmp_path / "lowered").glob("*.pickle"))
@@ -333,8 +333,8 @@ def test_stablehlo_lowered_program_kept_on_disk(queue: Any, tmp_path: Path,
     def no_lowering(*args: Any) -> None:
         raise AssertionError("lowered again")
 
-    monkeypatch.setattr(sycl_executable, "_EXECUTABLES", {})
-    monkeypatch.setattr(sycl_executable, "_lowered", no_lowering)
+    monkeypatch.setattr(compiler, "_EXECUTABLES", {})
+    monkeypatch.setattr(compiler, "_compile_stablehlo", no_lowering)
     (got,) = backend_opencl.compile_stablehlo(text, device=queue)(*inputs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 

@@ -12,14 +12,18 @@ tensor-language kernels or the OpenCL C, and :meth:`Compiled.summary`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from backend_opencl.api.jax.bridge import _jax, _leaf_key
-
-if TYPE_CHECKING:
-    from backend_opencl.api.jax.bridge import Jitted, _Entry, _Signature
+from backend_opencl.api.jax.common import (
+    Entry,
+    JitFunction,
+    Signature,
+    host_callbacks,
+    jax_module,
+    leaf_key,
+)
 
 DIALECTS = ("stablehlo", "tl", "opencl")
 """What :meth:`Compiled.as_text` prints."""
@@ -28,7 +32,7 @@ DIALECTS = ("stablehlo", "tl", "opencl")
 class Lowered:
     """jax's lowering of a ``tlc.jax.jit`` function for one signature, for tlc."""
 
-    def __init__(self, jitted: Jitted, key: _Signature, lowered: Any) -> None:
+    def __init__(self, jitted: JitFunction, key: Signature, lowered: Any) -> None:
         self._jitted = jitted
         self._key = key
         self._lowered = lowered
@@ -40,7 +44,7 @@ class Lowered:
     def compile(self) -> Compiled:
         """tlc's executable for this signature (a :class:`backend_opencl.api.jax.bridge.
         JaxCompileError` where tlc cannot compile it)."""
-        entry = self._jitted._entry(self._key, lambda: self._lowered)
+        entry = self._jitted.entry(self._key, lambda: self._lowered)
         return Compiled(self._jitted, self._key, entry, self._lowered)
 
     def __getattr__(self, name: str) -> Any:
@@ -76,7 +80,7 @@ class Compiled:
     """tlc's executable for one signature of a ``tlc.jax.jit`` function: call it with the
     dynamic arguments (the static ones were given to ``lower``), as jax's ``Compiled``."""
 
-    def __init__(self, jitted: Jitted, key: _Signature, entry: _Entry, lowered: Any) -> None:
+    def __init__(self, jitted: JitFunction, key: Signature, entry: Entry, lowered: Any) -> None:
         self._jitted = jitted
         self._key = key
         self._entry = entry
@@ -85,32 +89,32 @@ class Compiled:
         """The pytree structure of the arguments: ``(args, kwargs)``."""
         self.out_tree = lowered.out_tree
         """The pytree structure of the results."""
-        self._in_avals = _jax().tree_util.tree_leaves(lowered.in_avals)
+        self._in_avals = jax_module().tree_util.tree_leaves(lowered.in_avals)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run tlc's executable: numpy arrays in the function's output pytree. A
         TypeError when the arguments' structure, shapes or dtypes are not the compiled
         ones (jax's canonical dtypes; weak types may differ)."""
-        leaves, tree = _jax().tree_util.tree_flatten((args, kwargs))
+        leaves, tree = jax_module().tree_util.tree_flatten((args, kwargs))
         if tree != self.in_tree:
-            raise TypeError(f"{self._jitted._name} was compiled for arguments {self.in_tree}, "
+            raise TypeError(f"{self._jitted.name} was compiled for arguments {self.in_tree}, "
                             f"called with {tree}")
-        if tuple(_leaf_key(x) for x in leaves) != self._key.leaves:
+        if tuple(leaf_key(x) for x in leaves) != self._key.leaves:
             self._check_types(leaves)
         return self._call_leaves(leaves)
 
     def _check_types(self, leaves: list[Any]) -> None:
         """A TypeError at the first leaf whose type is not the compiled one."""
         for i, (leaf, want) in enumerate(zip(leaves, self._in_avals, strict=True)):
-            aval = _jax().typeof(leaf)
+            aval = jax_module().typeof(leaf)
             if (aval.shape, aval.dtype) != (want.shape, want.dtype):
-                raise TypeError(f"{self._jitted._name} was compiled for "
+                raise TypeError(f"{self._jitted.name} was compiled for "
                                 f"{_type_text(want.shape, want.dtype)} at argument leaf {i}, "
                                 f"called with {_type_text(aval.shape, aval.dtype)}")
 
     def _call_leaves(self, leaves: list[Any]) -> Any:
         """Run on the arguments' leaves, unchecked (a host callback's, typed by jax)."""
-        return self._jitted._run(self._entry, leaves)
+        return self._jitted.run_entry(self._entry, leaves)
 
     def as_text(self, dialect: str = "opencl") -> str:
         """The program: ``stablehlo`` (what tlc compiled), ``tl`` (the tensor-language
@@ -121,7 +125,6 @@ class Compiled:
         if dialect == "tl":
             import frontend
             from backend_opencl.api import compiler
-            from backend_opencl.api.jax.bridge import host_callbacks
 
             return compiler.emit(frontend.parse(self._lowered.as_text()), "tl",
                                host_callbacks=len(host_callbacks(self._lowered)))
@@ -132,7 +135,7 @@ class Compiled:
 
     def summary(self) -> Summary:
         """The kernels, launches, buffer bytes, parameters and results."""
-        from backend_opencl.exec.module import NUMPY_DTYPES
+        from backend_opencl.exec.arguments import NUMPY_DTYPES
 
         exe = self._entry.exe
         plan = exe.plan

@@ -19,7 +19,7 @@ results.  Results come in the pytree structure ``f`` returns (typed keys: keys a
 as **numpy arrays** after a wait for the device by default.  With ``device_results``
 (per function, or for all with :func:`set_device_results` or ``TLC_DEVICE_RESULTS=1``)
 a call returns as soon as its commands are queued, and its results are
-:class:`~backend_opencl.exec.device_array.DeviceArray` s that stay on the device: the next
+:class:`~backend_opencl.runtime.opencl.device_array.DeviceArray` s that stay on the device: the next
 tlc call takes them without a copy, and ``np.asarray``, ``__array__``, DLPack and
 ``block_until_ready()`` wait for them (jax's asynchronous dispatch).  ``jnp.asarray``
 turns either into jax arrays.
@@ -38,37 +38,32 @@ imported only when a function is wrapped: ``pip install 'tlc[jax]'``.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import inspect
-import linecache
 import os
 import re
 import threading
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from backend_opencl.exec.device_array import DeviceArray
-from tensorlang.diagnostics import CompileError, Diagnostic, Loc, Source, TlcError, note
-
-
-class JaxCompileError(CompileError):
-    """tlc cannot compile the StableHLO of a JAX function: the first diagnostic is at the
-    Python line that produced the op (when jax recorded it), the op named in the message."""
-
-
-def _jax() -> Any:
-    try:
-        import jax
-    except ImportError:
-        raise TlcError("error: tlc.jax needs jax; install it with: pip install 'tlc[jax]'") \
-            from None
-    return jax
-
+from backend_opencl.api.jax.common import (
+    Entry,
+    JaxCompileError,
+    Signature,
+    host_callbacks,
+    inlining_tlc,
+    is_key,
+    is_key_leaf,
+    jax_loc,
+    jax_module,
+    leaf_key,
+    lowering_for_tlc,
+    wrap_key,
+)
+from backend_opencl.runtime.opencl.device_array import DeviceArray
+from tensorlang.diagnostics import CompileError, Diagnostic, Loc, TlcError, note
 
 DEVICE_RESULTS_ENV = "TLC_DEVICE_RESULTS"
 """Set to 1 to make ``device_results`` the default of every ``tlc.jax.jit`` function."""
@@ -108,49 +103,6 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     return Jitted(fun, **options)
 
 
-class _Signature(NamedTuple):
-    """What a compiled program depends on: the dynamic arguments' pytree structure, each
-    leaf's :func:`_leaf_key`, and the static arguments (position or name, value)."""
-
-    tree: Any
-    leaves: tuple[Hashable, ...]
-    static: tuple[tuple[int | str, Any], ...]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One compiled signature: the executable, how its results nest, which argument and
-    result leaves are typed PRNG keys (the program takes and gives their data), and how
-    many tokens (of ordered effects) come before the arguments and the results."""
-
-    exe: Any
-    out_tree: Any
-    results: int
-    key_args: tuple[int, ...] = ()
-    key_results: tuple[tuple[int, Any], ...] = ()  # (leaf, key dtype)
-    tokens: int = 0
-
-
-_LOWERING_FOR_TLC: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "tlc_jax_lowering", default=False)
-
-
-def lowering_for_tlc() -> bool:
-    """Whether jax is lowering a function for tlc now (a ``tlc.jax.jit`` function called
-    inside it is then inlined: tlc compiles the whole program)."""
-    return _LOWERING_FOR_TLC.get()
-
-
-@contextlib.contextmanager
-def inlining_tlc() -> Iterator[None]:
-    """While jax lowers a function for tlc (see :func:`lowering_for_tlc`)."""
-    token = _LOWERING_FOR_TLC.set(True)
-    try:
-        yield
-    finally:
-        _LOWERING_FOR_TLC.reset(token)
-
-
 class Jitted:
     """A JAX function compiled by tlc per signature; call it like the function."""
 
@@ -159,7 +111,7 @@ class Jitted:
                  donate_argnums: int | Sequence[int] | None = None,
                  donate_argnames: str | Sequence[str] | None = None, device: Any = None,
                  check_bounds: bool = False, device_results: bool | None = None) -> None:
-        jax = _jax()
+        jax = jax_module()
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.device = device
@@ -173,11 +125,11 @@ class Jitted:
                                donate_argnames=donate_argnames,
                                keep_unused=True)  # every leaf stays a parameter
         self._tracer = jax.core.Tracer
-        self._cache: dict[_Signature, _Entry] = {}
-        self._fast: dict[tuple[Any, ...], _Entry] = {}
+        self._cache: dict[Signature, Entry] = {}
+        self._fast: dict[tuple[Any, ...], Entry] = {}
         """Entries of calls with only numpy or tlc arrays as positional arguments, by
         :func:`_array_key` (no pytree flattening)."""
-        self._traced: dict[_Signature, Any] = {}  # primitive.Traced per signature
+        self._traced: dict[Signature, Any] = {}  # primitive.Traced per signature
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -185,14 +137,14 @@ class Jitted:
         if fast is not None:
             entry = self._fast.get(fast)
             if entry is not None:
-                return self._run(entry, list(args))
-        leaves, key = self._signature(args, kwargs)
+                return self.run_entry(entry, list(args))
+        leaves, key = self.signature(args, kwargs)
         if any(isinstance(x, self._tracer) for x in leaves):
             return self._call_traced(leaves, key)
-        entry = self._cache.get(key) or self._entry(key, lambda: self._lower(args, kwargs))
+        entry = self._cache.get(key) or self.entry(key, lambda: self._lower(args, kwargs))
         if fast is not None:
             self._fast[fast] = entry
-        return self._run(entry, leaves)
+        return self.run_entry(entry, leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """The lowering for these arguments (arrays or ``jax.ShapeDtypeStruct``), as
@@ -200,11 +152,16 @@ class Jitted:
         compiles, ``compile()`` tlc's executable."""
         from backend_opencl.api.jax.aot import Lowered
 
-        _, key = self._signature(args, kwargs)
+        _, key = self.signature(args, kwargs)
         return Lowered(self, key, self._lower(args, kwargs))
 
     @property
-    def _name(self) -> str:
+    def jax_jitted(self) -> Any:
+        """``jax.jit`` of the function (what jax traces and lowers)."""
+        return self._jitted
+
+    @property
+    def name(self) -> str:
         """The wrapped function's name, for messages."""
         return getattr(self.fun, "__qualname__", None) or type(self.fun).__name__
 
@@ -213,28 +170,29 @@ class Jitted:
         """How many signatures have been compiled (each new one traces ``f`` again)."""
         return len(self._cache)
 
-    def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                   ) -> tuple[list[Any], _Signature]:
+    def signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[list[Any], Signature]:
         """The dynamic leaves and the cache key of a call."""
         nums = {i if i >= 0 else len(args) + i for i in self._nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in nums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._names}
-        static = tuple((i, a) for i, a in enumerate(args) if i in nums)
+        static: tuple[tuple[int | str, Any], ...] = tuple(
+            (i, a) for i, a in enumerate(args) if i in nums)
         static += tuple(sorted((k, v) for k, v in kwargs.items() if k in self._names))
-        leaves, tree = _jax().tree_util.tree_flatten((dynamic, dyn_kwargs))
-        key = _Signature(tree, tuple(_leaf_key(x) for x in leaves), static)
+        leaves, tree = jax_module().tree_util.tree_flatten((dynamic, dyn_kwargs))
+        key = Signature(tree, tuple(leaf_key(x) for x in leaves), static)
         try:
             hash(key)
         except TypeError:
-            raise TlcError(f"error: {self._name}: static arguments must be hashable, got "
+            raise TlcError(f"error: {self.name}: static arguments must be hashable, got "
                            f"{', '.join(type(v).__name__ for _, v in static)}") from None
         return leaves, key
 
-    def _arguments(self, key: _Signature, leaves: Sequence[Any]
+    def arguments(self, key: Signature, leaves: Sequence[Any]
                    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The positional and keyword arguments of a call again, from its dynamic leaves
         and the static values in ``key``."""
-        dynamic, kwargs = _jax().tree_util.tree_unflatten(key.tree, leaves)
+        dynamic, kwargs = jax_module().tree_util.tree_unflatten(key.tree, leaves)
         args = list(dynamic)
         for where, value in key.static:  # positions ascending, then names
             if isinstance(where, int):
@@ -243,10 +201,10 @@ class Jitted:
                 kwargs[where] = value
         return tuple(args), kwargs
 
-    def _run(self, entry: _Entry, leaves: list[Any]) -> Any:
+    def run_entry(self, entry: Entry, leaves: list[Any]) -> Any:
         """Run a compiled signature on a call's dynamic leaves; its results' pytree."""
         for i in entry.key_args:
-            leaves[i] = _jax().random.key_data(leaves[i])
+            leaves[i] = jax_module().random.key_data(leaves[i])
         tokens, exe = entry.tokens, entry.exe
         arrays = [_as_array(x, dtype) for x, dtype in zip(leaves, exe.arg_dtypes[tokens:],
                                                           strict=True)]
@@ -262,16 +220,16 @@ class Jitted:
                             for r in exe(*[None] * tokens, *arrays))
         outs = list(results[tokens:tokens + entry.results])
         for i, dtype in entry.key_results:
-            outs[i] = _wrap_key(np.asarray(outs[i]), dtype)
-        return _jax().tree_util.tree_unflatten(entry.out_tree, outs)
+            outs[i] = wrap_key(np.asarray(outs[i]), dtype)
+        return jax_module().tree_util.tree_unflatten(entry.out_tree, outs)
 
-    def _call_traced(self, leaves: list[Any], key: _Signature) -> Any:
+    def _call_traced(self, leaves: list[Any], key: Signature) -> Any:
         """A call with jax tracers among the leaves: one ``tlc_call`` (or ``f`` itself
         while jax lowers a program for tlc, which then compiles the whole)."""
         from backend_opencl.api.jax import primitive
 
         if lowering_for_tlc():
-            args, kwargs = self._arguments(key, leaves)
+            args, kwargs = self.arguments(key, leaves)
             return self.fun(*args, **kwargs)
         traced = self._traced.get(key)
         if traced is None:
@@ -280,14 +238,14 @@ class Jitted:
 
     def _lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """jax's ``Lowered`` of ``f`` for a call's arguments."""
-        jax = _jax()
+        jax = jax_module()
         args, kwargs = jax.tree_util.tree_map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype) if type(x) is DeviceArray else x,
             (args, kwargs))  # jax abstracts only its own types
         with inlining_tlc():
             return self._jitted.lower(*args, **kwargs)
 
-    def _entry(self, key: _Signature, lower: Callable[[], Any]) -> _Entry:
+    def entry(self, key: Signature, lower: Callable[[], Any]) -> Entry:
         """The compiled signature ``key``, compiling ``lower()`` the first time."""
         entry = self._cache.get(key)
         if entry is None:
@@ -296,11 +254,11 @@ class Jitted:
                 self._cache[key] = entry
         return entry
 
-    def _compile(self, lowered: Any, key: _Signature) -> _Entry:
+    def _compile(self, lowered: Any, key: Signature) -> Entry:
         """Compile jax's lowering with tlc (the disk cache may answer)."""
         import backend_opencl
 
-        name = f"<jax {self._name}>"
+        name = f"<jax {self.name}>"
         callbacks = host_callbacks(lowered)
         try:
             exe = backend_opencl.compile_stablehlo(lowered.as_text(), device=self.device,
@@ -317,20 +275,11 @@ class Jitted:
                 or _leading_tokens(exe.result_dtypes) < tokens:
             raise TlcError(f"error: {name}: jax lowered {len(exe.arg_dtypes)} parameters "
                            f"({tokens} leading tokens) for {len(key.leaves)} argument leaves")
-        outs = _jax().tree_util.tree_leaves(lowered.out_info)
-        return _Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves,
-                      tuple(i for i, k in enumerate(key.leaves) if _is_key_leaf(k)),
-                      tuple((i, o.dtype) for i, o in enumerate(outs) if _is_key(o.dtype)),
+        outs = jax_module().tree_util.tree_leaves(lowered.out_info)
+        return Entry(exe, lowered.out_tree, lowered.out_tree.num_leaves,
+                      tuple(i for i, k in enumerate(key.leaves) if is_key_leaf(k)),
+                      tuple((i, o.dtype) for i, o in enumerate(outs) if is_key(o.dtype)),
                       tokens)
-
-
-def host_callbacks(lowered: Any) -> list[Callable[..., Any]]:
-    """The Python functions of jax's lowering's host callbacks, which its custom calls
-    name by index: jax keeps them beside the text for its own compile
-    (``compile_args["host_callbacks"]`` of the lowering; no public attribute). None
-    found: an empty list, so a callback is a CompileError at its line."""
-    args = getattr(getattr(lowered, "_lowering", None), "compile_args", None)
-    return list(args.get("host_callbacks", ())) if isinstance(args, dict) else []
 
 
 def _leading_tokens(dtypes: Sequence[Any]) -> int:
@@ -360,31 +309,6 @@ def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
     return nums, names
 
 
-_SCALARS = (bool, int, float, complex)
-
-
-def _leaf_key(x: Any) -> Hashable:
-    """What of an argument leaf the compiled program depends on (a few hundred ns: it is
-    computed for every leaf of every call); a typed PRNG key keeps its key dtype, which
-    names its implementation."""
-    if isinstance(x, (np.ndarray, DeviceArray)):
-        return x.shape, x.dtype, False
-    if isinstance(x, _SCALARS):
-        return type(x)
-    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
-    if shape is None or dtype is None:
-        arr = np.asarray(x)
-        shape, dtype = arr.shape, arr.dtype
-    elif _is_key(dtype):
-        return tuple(shape), dtype, False
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TlcError(f"error: tlc.jax cannot take an argument of type {type(x).__name__} "
-                       f"with dtype {dtype}") from None
-    return tuple(shape), dtype, bool(getattr(x, "weak_type", False))
-
-
 _ARRAYS = (np.ndarray, DeviceArray)
 
 
@@ -399,32 +323,7 @@ def _array_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(key)
 
 
-def _is_key(dtype: Any) -> bool:
-    """Whether ``dtype`` is a typed PRNG key's (``key<fry>``: not a numpy dtype)."""
-    if isinstance(dtype, np.dtype):
-        return False
-    jax = _jax()
-    try:
-        return bool(jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key))
-    except TypeError:  # not a dtype at all: _leaf_key reports it
-        return False
-
-
-def _is_key_leaf(leaf_key: Hashable) -> bool:
-    """Whether a leaf's signature (:func:`_leaf_key`) is a typed PRNG key's."""
-    return isinstance(leaf_key, tuple) and _is_key(leaf_key[1])
-
-
-def _wrap_key(data: np.ndarray, dtype: Any) -> Any:
-    """Key data the program returned, as a typed key of ``dtype`` again."""
-    impl = getattr(dtype, "_impl", None)  # jax has no public way from dtype to impl
-    if impl is None:
-        raise TlcError(f"error: tlc.jax cannot return a {dtype} key with this jax; return "
-                       f"jax.random.key_data(key) instead")
-    return _jax().random.wrap_key_data(data, impl=impl)
-
-
-def _as_array(x: Any, dtype: np.dtype) -> np.ndarray:
+def _as_array(x: Any, dtype: np.dtype) -> np.ndarray | DeviceArray:
     """Leaf ``x`` as a numpy array of the parameter's dtype (jax's canonical dtype: float64
     numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``)."""
     if type(x) is DeviceArray and x.dtype == dtype:
@@ -455,9 +354,9 @@ def _located(err: CompileError, lowered: Any, name: str, device: Any,
                                          host_callbacks=callbacks)
     except CompileError as again:
         first = again.first
-        where = _python_loc(text, first.loc.line if first.loc else 0)
-        if where is not None:
-            op_name, loc = where
+        found = _python_loc(text, first.loc.line if first.loc else 0)
+        if found is not None:
+            op_name, loc = found
             message = first.message + (f" (jax: {op_name})" if op_name else "")
             where = note(first.loc, "the op in the StableHLO jax produced")
             return JaxCompileError([Diagnostic(first.severity, loc, message, (where,)),
@@ -493,17 +392,10 @@ def _resolve(table: dict[str, str], ref: str) -> tuple[str, Loc | None]:
             op_name = op_name or (m.group(1) if "/" in m.group(1) else "")
             ref = m.group(2)
         elif m := _FILE_LOC.match(body):
-            return op_name, _loc(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
+            return op_name, jax_loc(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
         else:
             break
     return op_name, None
-
-
-def _loc(file: str, row: int, col: int, end: str | None) -> Loc:
-    """A diagnostic location from jax's (0-based, end-exclusive) columns."""
-    end_col = int(end) + 1 if end else 0
-    return Loc(file, row, col + 1, row if end else 0, end_col,
-               source=Source(file, "".join(linecache.getlines(file))))
 
 
 def _call_site(lines: list[str], line: int) -> int:

@@ -33,7 +33,7 @@ import os
 import sysconfig
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -43,16 +43,16 @@ from jax.extend.core import Primitive, primal_dtype_to_tangent_dtype
 from jax.interpreters import ad, batching, mlir
 
 from backend_opencl.api.jax.aot import Lowered
-from backend_opencl.api.jax.bridge import (
+from backend_opencl.api.jax.common import (
     JaxCompileError,
-    Jitted,
-    _is_key,
-    _is_key_leaf,
-    _loc,
-    _Signature,
-    _wrap_key,
+    JitFunction,
+    Signature,
     inlining_tlc,
+    is_key,
+    is_key_leaf,
+    jax_loc,
     lowering_for_tlc,
+    wrap_key,
 )
 from tensorlang.diagnostics import Loc
 
@@ -97,15 +97,18 @@ class Callee:
     parameter again)."""
 
     def __init__(self, fun: Callable[..., list[Any]], name: str, device: Any,
-                 check_bounds: bool) -> None:
+                 check_bounds: bool, jit: Callable[..., JitFunction]) -> None:
+        """``jit``: how a function becomes a ``tlc.jax.jit`` function (the bridge's
+        ``Jitted``, passed in: this module does not import the bridge)."""
         self.fun = _named(fun, name)
+        self.jit = jit
         self.name = name
         self.device = device
         self.check_bounds = check_bounds
         self._traces: dict[Hashable, Any] = {}
         self._compiled: dict[Hashable, Any] = {}
         self._derived: dict[Hashable, Callee] = {}
-        self._jitted: Jitted | None = None
+        self._jitted: JitFunction | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -113,10 +116,10 @@ class Callee:
         return f"<tlc {self.name}>"
 
     @property
-    def jitted(self) -> Jitted:
+    def jitted(self) -> JitFunction:
         """The function as a ``tlc.jax.jit`` function (compiled per signature)."""
         if self._jitted is None:
-            self._jitted = Jitted(self.fun, device=self.device, check_bounds=self.check_bounds)
+            self._jitted = self.jit(self.fun, device=self.device, check_bounds=self.check_bounds)
         return self._jitted
 
     def trace(self, avals: Sequence[Any]) -> Any:
@@ -127,7 +130,7 @@ class Callee:
         key = tuple(_aval_key(a) for a in avals)
         traced = self._traces.get(key)
         if traced is None:
-            traced = self.jitted._jitted.trace(*[_spec(a) for a in avals])
+            traced = self.jitted.jax_jitted.trace(*[_spec(a) for a in avals])
             self._check_axes(traced.jaxpr.effects)
             self._traces[key] = traced
         return traced
@@ -152,7 +155,7 @@ class Callee:
         if compiled is None:
             with inlining_tlc():
                 lowered = self.trace(avals).lower()
-            _, signature = self.jitted._signature(tuple(_spec(a) for a in avals), {})
+            _, signature = self.jitted.signature(tuple(_spec(a) for a in avals), {})
             compiled = Lowered(self.jitted, signature, lowered).compile()
             self._compiled[key] = compiled
         return compiled
@@ -164,7 +167,7 @@ class Callee:
             callee = self._derived.get(how)
             if callee is None:
                 callee = Callee(make(), f"{name}({self.name})", self.device,
-                                self.check_bounds)
+                                self.check_bounds, self.jit)
                 self._derived[how] = callee
         return callee
 
@@ -213,8 +216,10 @@ def _user_loc() -> Loc | None:
     if frame is None:
         return None
     where = inspect.getframeinfo(frame, context=0).positions
+    if where is None:  # no column information (python -X no_debug_ranges)
+        return jax_loc(frame.f_code.co_filename, frame.f_lineno, 0, None)
     one_line = where.end_lineno == where.lineno and where.end_col_offset is not None
-    return _loc(frame.f_code.co_filename, where.lineno or frame.f_lineno,
+    return jax_loc(frame.f_code.co_filename, where.lineno or frame.f_lineno,
                 where.col_offset or 0, str(where.end_col_offset) if one_line else None)
 
 
@@ -234,22 +239,23 @@ class Traced:
     as their data, the leaves through ``tlc_call``, the results back into ``f``'s output
     pytree (keys wrapped again)."""
 
-    def __init__(self, jitted: Jitted, key: _Signature) -> None:
-        self.key_args = {i: k[1] for i, k in enumerate(key.leaves) if _is_key_leaf(k)}
+    def __init__(self, jitted: JitFunction, key: Signature) -> None:
+        self.key_args = {i: cast(tuple[Any, ...], k)[1] for i, k in enumerate(key.leaves)
+                         if is_key_leaf(k)}
         self.out_tree: Any = None
         self.key_results: dict[int, Any] = {}
-        self.callee = Callee(self._flat(jitted, key), jitted._name, jitted.device,
-                             jitted.check_bounds)
+        self.callee = Callee(self._flat(jitted, key), jitted.name, jitted.device,
+                             jitted.check_bounds, type(jitted))
 
-    def _flat(self, jitted: Jitted, key: _Signature) -> Callable[..., list[Any]]:
+    def _flat(self, jitted: JitFunction, key: Signature) -> Callable[..., list[Any]]:
         """``f`` on the signature's leaves (key data for keys); tracing it records the
         output pytree."""
         def flat(*data: Any) -> list[Any]:
-            leaves = [_wrap_key(x, self.key_args[i]) if i in self.key_args else x
+            leaves = [wrap_key(x, self.key_args[i]) if i in self.key_args else x
                       for i, x in enumerate(data)]
-            args, kwargs = jitted._arguments(key, leaves)
+            args, kwargs = jitted.arguments(key, leaves)
             outs, self.out_tree = jax.tree_util.tree_flatten(jitted.fun(*args, **kwargs))
-            self.key_results = {i: o.dtype for i, o in enumerate(outs) if _is_key(o.dtype)}
+            self.key_results = {i: o.dtype for i, o in enumerate(outs) if is_key(o.dtype)}
             return [jax.random.key_data(o) if i in self.key_results else o
                     for i, o in enumerate(outs)]
 
@@ -261,7 +267,7 @@ class Traced:
                 for i, x in enumerate(leaves)]
         self.callee.trace([jax.typeof(x) for x in data])  # records the output pytree
         outs = tlc_call_p.bind(*data, callee=self.callee)
-        outs = [_wrap_key(o, self.key_results[i]) if i in self.key_results else o
+        outs = [wrap_key(o, self.key_results[i]) if i in self.key_results else o
                 for i, o in enumerate(outs)]
         return jax.tree_util.tree_unflatten(self.out_tree, outs)
 

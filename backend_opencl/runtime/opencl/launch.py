@@ -27,18 +27,6 @@ def get_kernel(program: Any, name: str) -> Any:
     return cl.Kernel(program, name)
 
 
-MAX_WORK_ITEMS = 2**31 - 1
-"""The largest first NDRange dimension a launch uses: kernels compute work-item ids in
-``int`` on some paths, and PoCL crashes (SIGILL at 2^32 work-items, aborts from 2^40,
-``std::bad_cast`` at 2^64) instead of failing cleanly beyond 32 bits."""
-
-
-def max_groups(device: Any, work_group_size: tuple[int, int]) -> int:
-    """The most work-groups of ``work_group_size`` one launch on ``device`` may have."""
-    bits = int(getattr(getattr(device, "cl_device", None), "address_bits", 64) or 64)
-    return min(MAX_WORK_ITEMS, 2**bits - 1) // max(1, work_group_size[0])
-
-
 def launch(queue: Any, kernel: Any, args: Sequence[Any], num_groups: int,
            work_group_size: tuple[int, int]) -> Any:
     """Run ``num_groups`` work-groups of ``work_group_size``; return the event."""
@@ -120,30 +108,6 @@ class Spin:
         else:
             event.wait()
         self.recent = time.perf_counter() - start
-
-
-class InFlight:
-    """The commands one call has in flight on an in-order queue: the event of the last
-    (what the call waits for) and the events of host transfers, kept until that wait."""
-
-    def __init__(self) -> None:
-        self.last: Any = None
-        """The event of the call's last command (None: none in flight)."""
-        self.keep: list[Any] = []
-        """Events of host transfers not yet waited for: pyopencl's event of such a copy
-        waits for it when dropped, holding the GIL."""
-
-    def enqueued(self, event: Any) -> None:
-        """Note ``event`` (None: nothing was enqueued) as the last command's."""
-        if event is not None:
-            self.last = event
-
-    def transfer(self, event: Any) -> None:
-        """Note the event of a copy between host and device memory (None: nothing was
-        enqueued) as the last command's, and keep it until the call's wait."""
-        if event is not None:
-            self.keep.append(event)
-            self.last = event
 
 
 def complete(event: Any) -> bool:

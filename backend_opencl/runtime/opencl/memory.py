@@ -28,7 +28,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from backend_opencl.runtime.host import aligned_empty, host_span, span_elements
+from backend_opencl.runtime.host import aligned_empty, host_span
 from backend_opencl.runtime.profile import PROFILE, enabled
 
 Writeback = Callable[[], None]
@@ -76,11 +76,16 @@ def host_alignment(device: Any) -> int:
     return align
 
 
+_NO_CACHE: dict[str, Any] = {"cache_dir": False}
+"""``Program.build``'s keyword for no binary cache (False: pyopencl's annotation says
+``str | None``, but None would be its own folder, ~/.cache/pyopencl)."""
+
+
 def _probe(device: Any, align: int) -> bool:
     """Whether host memory and a USE_HOST_PTR buffer over it are the same memory."""
     try:
         # cache_dir=False: no entry in pyopencl's own folder, outside tlc's cache
-        program = cl.Program(device.context, _PROBE).build(cache_dir=False)
+        program = cl.Program(device.context, _PROBE).build(**_NO_CACHE)
         kernel = cl.Kernel(program, "tlc_probe")
         host = aligned_empty(4 * 4, align).view(np.float32)
         host[:] = (0.0, 41.0, 0.0, 0.0)
@@ -135,13 +140,17 @@ class _Blocks(_Staging):
     makes a new dict per call, ~2 us): :meth:`take_block` and :meth:`give_block` trade
     ``(block, interface)`` pairs."""
 
+    def __init__(self, limit: int = 256 << 20) -> None:
+        super().__init__(limit)
+        self.blocks: dict[tuple[int, int], list[tuple[np.ndarray, dict[str, Any]]]] = {}
+
     def take_block(self, nbytes: int, align: int) -> tuple[np.ndarray, dict[str, Any]]:
         """An aligned byte array of ``nbytes`` and its array interface."""
         with self.lock:
-            pairs = self.free.get((nbytes, align))
+            pairs = self.blocks.get((nbytes, align))
             if pairs:
                 self.kept -= nbytes
-                return pairs.pop()  # type: ignore[return-value]
+                return pairs.pop()
         block = aligned_empty(nbytes, align)
         return block, block.__array_interface__
 
@@ -149,8 +158,7 @@ class _Blocks(_Staging):
         """Return a pair from :meth:`take_block` (dropped when the cache is full)."""
         with self.lock:
             if self.kept + block.nbytes <= self.limit:
-                self.free.setdefault((block.nbytes, align), []).append(
-                    (block, interface))  # type: ignore[arg-type]
+                self.blocks.setdefault((block.nbytes, align), []).append((block, interface))
                 self.kept += block.nbytes
 
 

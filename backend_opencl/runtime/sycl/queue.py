@@ -21,12 +21,15 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from backend_opencl.runtime import stress
 from backend_opencl.runtime.errors import DeviceError
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.opencl.devices import Device
 
 INSTALL_HINT = "pip install 'tlc[sycl]' (dpctl with Intel's SYCL and OpenCL CPU runtimes)"
 
@@ -112,7 +115,7 @@ class SyclDevice:
     """A SYCL queue and the OpenCL device facts code generation uses for it."""
 
     queue: Any
-    facts: Any  #: a ``runtime.Device`` (``cl_device`` only when pyopencl sees the device)
+    facts: Device  #: ``cl_device`` only when pyopencl sees the device
     max_bytes: int  #: the largest USM allocation
     in_order: bool  #: whether the queue runs commands in submission order
     context: Any  #: the queue's ``dpctl.SyclContext``
@@ -256,7 +259,8 @@ def usm_array(obj: Any) -> UsmArray:
 
 def row_major_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     """The strides of a C-contiguous array of ``shape``, in units of ``itemsize``."""
-    strides, step = [], itemsize
+    strides: list[int] = []
+    step = itemsize
     for n in reversed(shape):
         strides.insert(0, step)
         step *= max(int(n), 1)
@@ -284,10 +288,15 @@ def write(mem: Any, host: np.ndarray) -> None:
     data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
     if not data.nbytes:
         return
-    if isinstance(mem, _HOST_MEMORY):  # shared or host memory: the host's to write
+    if _host_accessible(mem):  # shared or host memory: the host's to write
         np.frombuffer(mem, np.uint8, data.nbytes)[...] = data
     else:
         mem.copy_from_host(data)
+
+
+def _host_accessible(mem: Any) -> bool:
+    """Whether USM memory ``mem`` is shared or host memory (the host reads and writes it)."""
+    return isinstance(mem, _HOST_MEMORY)
 
 
 def read(mem: Any, host: np.ndarray) -> None:
@@ -296,7 +305,7 @@ def read(mem: Any, host: np.ndarray) -> None:
     view = host.reshape(-1).view(np.uint8)
     if not view.nbytes:
         return
-    if isinstance(mem, _HOST_MEMORY):
+    if _host_accessible(mem):
         view[...] = np.frombuffer(mem, np.uint8, view.nbytes)
     elif view.nbytes == mem.nbytes:
         mem.copy_to_host(view)

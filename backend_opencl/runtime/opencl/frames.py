@@ -38,9 +38,10 @@ from typing import Any
 
 import pyopencl as cl
 
-from backend_opencl.exec.device_array import FrameLease
+from backend_opencl.exec.runtime import InFlight
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch
+from backend_opencl.runtime.opencl.device_array import FrameLease
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
 Op = Callable[[], Any]
@@ -131,7 +132,7 @@ def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
                for s in steps)
 
 
-class Frame(launch.InFlight):
+class Frame(InFlight):
     """One call's buffers and prepared enqueues (see the module docstring); it stands
     where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
@@ -149,7 +150,7 @@ class Frame(launch.InFlight):
         for bid, slot in layout.slot_of.items():
             self.cur[bid] = self.slots[slot]
         self.profiling = False
-        self.gated = bool(exe.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
+        self.gated = bool(exe.runtime.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
         """Whether enqueues wait behind a gate (CPU devices; see the module docstring)."""
         self.gate: Any = None
         self.gating = self.gated
@@ -197,7 +198,7 @@ class Frame(launch.InFlight):
     def _launch(self, step: Launch) -> Op:
         """A kernel object of this frame for ``step``, its static arguments set."""
         info = self.exe.module.kernels[step.kernel].info
-        kernel = cl.Kernel(self.exe.module.program, info.c_name)
+        kernel = cl.Kernel(self.exe.module.built.program, info.c_name)
         for index, bid in enumerate(step.args):
             if bid in self.layout.dynamic:
                 self.uses[bid].append((kernel, index))
@@ -227,7 +228,7 @@ class Frame(launch.InFlight):
         self._open()
         arr = self.get(bid)
         if isinstance(arr, buffers.HostArray):
-            launch.finish(self.queue, self.last, self.exe.pred_spin)
+            launch.finish(self.queue, self.last, self.exe.runtime.pred_spin)
             return arr.host[0]
         return buffers.download(arr, 1)[0]
 
@@ -318,7 +319,7 @@ class Frames:
     def __init__(self, exe: Any, layout: Layout,
                  fresh: Callable[[], bool] = lambda: False) -> None:
         """``fresh()``: whether each call gets a new frame (poisoned buffers, see
-        ``plan_exec.POISON``)."""
+        ``Executable.poison``)."""
         self.exe = exe
         self.layout = layout
         self.fresh = fresh
@@ -342,7 +343,7 @@ class Frames:
             if len(free) < self.MAX_PENDING:
                 return Frame(self.exe, self.layout)
             frame = free.pop(0)
-        launch.finish(frame.queue, frame.pending, frame.exe.pred_spin)
+        launch.finish(frame.queue, frame.pending, frame.exe.runtime.pred_spin)
         return _idle(frame)
 
     def unused(self) -> int:

@@ -9,7 +9,7 @@ command.  Reading it (``np.asarray``, ``__array__``, ``__dlpack__``, ``item``,
 OpenCL context, it is bound as it stands (the queue is in order, so its commands run
 before the reads of the next call): a chain of calls never round-trips through numpy.
 
-A result in memory of a prepared frame (:mod:`backend_opencl.exec.frame`) holds a
+A result in memory of a prepared frame (:mod:`backend_opencl.runtime.opencl.frames`) holds a
 :class:`FrameLease`: the frame goes back to its executable only once every result over
 its memory has been read or dropped, so no later call overwrites a result that is still
 in use.  A ``DeviceArray`` is immutable, as jax's arrays are; several threads may read
@@ -221,4 +221,4 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
             setattr(DeviceArray, _dunder, _binary(_dunder))
 for _unary in ("__neg__", "__pos__", "__abs__", "__invert__"):
     setattr(DeviceArray, _unary, (lambda n: lambda self: getattr(self.host(), n)())(_unary))
-DeviceArray.__hash__ = None  # type: ignore[assignment]  # __eq__ is element-wise
+setattr(DeviceArray, "__hash__", None)  # noqa: B010 (__eq__ is element-wise: unhashable, as numpy)

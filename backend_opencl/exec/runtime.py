@@ -1,0 +1,255 @@
+"""The protocols the executors are written against: what a runtime gives a module's
+kernels (:class:`KernelRuntime`) and a StableHLO executable's plan (:class:`PlanRuntime`).
+
+One module class (:mod:`backend_opencl.exec.module`) and one plan executor
+(:mod:`backend_opencl.exec.executable`) run on every runtime; a runtime is a small object
+implementing these protocols: OpenCL through pyopencl
+(:mod:`backend_opencl.runtime.opencl.kernels`, :mod:`backend_opencl.runtime.opencl.plans`)
+and SYCL queues through dpctl (:mod:`backend_opencl.runtime.sycl.kernels`,
+:mod:`backend_opencl.runtime.sycl.plans`).  The composition root
+(:mod:`backend_opencl.api.compiler`) picks the runtime for a device; ``exec`` imports no
+runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from backend_opencl.abi import ArgAbi
+from tensorlang.ir.types import GroupType, MemRefType
+from tensorlang.plan import Launch, Plan
+
+Writeback = Callable[[], None]
+"""Copies what a kernel wrote back into the caller's arrays (after the launch's wait)."""
+
+Binder = Callable[[], tuple[list[Any], Writeback | None]]
+"""Binds one checked argument at launch: its kernel arguments and how to copy results
+back (None: nothing to copy)."""
+
+
+class Device(Protocol):
+    """What every device tlc runs on has: a name and a key for caches."""
+
+    @property
+    def name(self) -> str:
+        """The device's name."""
+
+    @property
+    def key(self) -> str:
+        """Identity for caches (device, driver, runtime)."""
+
+
+class Built(Protocol):
+    """A program built for a device: its kernels by C name."""
+
+    def kernel(self, c_name: str) -> Any:
+        """The runtime's handle of kernel ``c_name`` (launched by :meth:`KernelRuntime.launch`)."""
+
+
+class Run(Protocol):
+    """What a runtime uses of one call's state (the executor's run or a prepared frame):
+    its buffers and what it has in flight (:class:`InFlight`)."""
+
+    last: Any
+    keep: list[Any]
+
+    def get(self, bid: int) -> Any:
+        """The memory of buffer ``bid`` in this call."""
+
+    def borrow(self, bid: int, arr: Any) -> None:
+        """Make ``arr`` (memory that is not the pool's) buffer ``bid``."""
+
+    def enqueued(self, event: Any) -> None:
+        """Note ``event`` as the last command's."""
+
+    def transfer(self, event: Any) -> None:
+        """Note a host transfer's event as the last command's, kept until the wait."""
+
+
+class Kernel(Protocol):
+    """What a runtime uses of a module's kernel (:class:`~backend_opencl.exec.module.Kernel`)."""
+
+    name: str
+    info: Any
+    handle: Any
+
+
+class Module(Protocol):
+    """What a runtime uses of a module (:class:`~backend_opencl.exec.module.Module`)."""
+
+    built: Built
+
+
+class Executable(Protocol):
+    """What a runtime uses of an executable
+    (:class:`~backend_opencl.exec.executable.Executable`)."""
+
+    plan: Plan
+    module: Any
+    name: str
+    storage: list[np.dtype]
+    written: frozenset[int]
+    arg_dtypes: list[np.dtype | None]
+    result_dtypes: list[np.dtype | None]
+    in_place_results: tuple[bool, ...]
+
+    @property
+    def runtime(self) -> PlanRuntime:
+        """Its runtime."""
+
+    @property
+    def device(self) -> Any:
+        """Its device."""
+
+    @property
+    def poison(self) -> bool:
+        """Whether new buffers are filled with 0xFF bytes."""
+
+    def new_buffer(self, bid: int) -> Any:
+        """New memory for buffer ``bid``."""
+
+    def constant(self, bid: int) -> Any:
+        """The memory of constant buffer ``bid``."""
+
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
+        """A plain call."""
+
+
+class KernelRuntime(Protocol):
+    """What a module's kernels need of a runtime: builds, argument binding, launches."""
+
+    @property
+    def device(self) -> Any:
+        """The device (a ``runtime.Device`` or a ``SyclDevice``)."""
+
+    def build(self, source: str, names: Sequence[str]) -> Built:
+        """OpenCL C ``source`` built for the device (cached), with kernels ``names``."""
+
+    def max_groups(self, work_group_size: tuple[int, int]) -> int:
+        """The most work-groups of ``work_group_size`` one launch may have."""
+
+    def memref(self, value: Any, t: MemRefType, arg: ArgAbi, where: str,
+               writes: bool) -> tuple[Any, Binder]:
+        """Check a memref argument; return what the launch checks read of it (an array
+        with ``shape``) and how to bind it.  LaunchError naming ``where``."""
+
+    def group(self, value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+              num_groups: int) -> tuple[Any, Binder]:
+        """Check a group argument; return what the launch checks read of it and how to
+        bind it."""
+
+    def record(self) -> Any:
+        """New device memory holding a zeroed bounds-guard error record."""
+
+    def record_arg(self, record: Any) -> Any:
+        """The kernel argument of a record from :meth:`record`."""
+
+    def read_record(self, record: Any) -> np.ndarray:
+        """The longs of a record (after the launch writing it has run)."""
+
+    def launch(self, kernel: Any, args: Sequence[Any], num_groups: int,
+               work_group_size: tuple[int, int]) -> Any:
+        """Enqueue ``num_groups`` work-groups of kernel handle ``kernel``; its event."""
+
+    def finish(self, event: Any) -> None:
+        """Wait for ``event`` and everything enqueued before it."""
+
+    def profiled(self, name: str, event: Any, seconds: float) -> None:
+        """Record a checked call of kernel ``name`` in the profile (``TLC_PROFILE``)."""
+
+
+class PlanRuntime(Protocol):
+    """What a StableHLO executable needs of a runtime beyond its module's kernels: its
+    buffers, argument binding, transfers and waits (a run's ``last`` event orders them).
+    """
+
+    @property
+    def device(self) -> Any:
+        """The device."""
+
+    def max_bytes(self) -> int:
+        """The device's largest buffer in bytes (0: unknown)."""
+
+    def frames(self, exe: Executable, direct: Callable[[Launch], bool]) -> Any:
+        """Prepared frames for ``exe``'s plan (each a whole call's buffers and enqueues,
+        taken and given back by calls), or None to run the plan step by step.  ``direct``
+        says which launches bind their buffers straight."""
+
+    def dispatch(self, exe: Executable, args: list[Any], frames: Any) -> tuple[Any, ...]:
+        """A call with checked ``args`` that does not wait, where the runtime can (on
+        ``frames``); else a plain call's results."""
+
+    def check_argument(self, exe: Executable, i: int, value: Any, bid: int) -> Any | None:
+        """Argument ``i`` as the runtime binds it when it is device memory the runtime
+        knows (checked: context, layout), else None (numpy is checked by the executor)."""
+
+    def new_buffer(self, exe: Executable, bid: int) -> Any:
+        """New memory for buffer ``bid`` (filled with 0xFF bytes when ``exe.poison``)."""
+
+    def pool_key(self, exe: Executable, bid: int) -> Any:
+        """The key under which buffer ``bid``'s memory is pooled between calls."""
+
+    def upload(self, host: np.ndarray) -> Any:
+        """New device memory holding ``host`` (a constant of the plan)."""
+
+    def bind(self, exe: Executable, run: Run, bid: int, arg: Any, profiling: bool,
+             snapshot: bool) -> None:
+        """Make checked ``arg`` the contents of parameter buffer ``bid`` in ``run``."""
+
+    def copy(self, exe: Executable, run: Run, dst: int, src: int) -> None:
+        """Enqueue a copy of buffer ``src`` into buffer ``dst``."""
+
+    def direct_launch(self, module: Module, kernel: Any, num_groups: int
+                      ) -> Callable[[Run, Sequence[Any]], None]:
+        """A launch of ``kernel`` (a module's :class:`~backend_opencl.exec.module.Kernel`)
+        binding its buffers straight (one pointer each), enqueued without waiting."""
+
+    def checked_view(self, exe: Executable, run: Run, bid: int) -> Any:
+        """Buffer ``bid`` as a module kernel's checked call takes it."""
+
+    def read(self, exe: Executable, run: Run, bid: int, n: int) -> np.ndarray:
+        """A copy of buffer ``bid``'s first ``n`` elements once the commands before ran."""
+
+    def write(self, exe: Executable, run: Run, bid: int, flat: np.ndarray) -> None:
+        """Make buffer ``bid`` hold ``flat`` for the commands enqueued after."""
+
+    def collect(self, exe: Executable, run: Run, hosts: Sequence[np.ndarray | None],
+                profiling: bool) -> tuple[np.ndarray | None, ...]:
+        """The results as numpy arrays after one wait (None for a token)."""
+
+    def abort(self) -> None:
+        """Wait for everything in flight (a call failed; its memory is given back)."""
+
+    def result_hosts(self, exe: Executable) -> tuple[bool, ...]:
+        """Which results kernels write straight into fresh host arrays."""
+
+    def result_host(self, exe: Executable, run: Run, bid: int) -> np.ndarray:
+        """A fresh host array that is result buffer ``bid`` of ``run``."""
+
+
+
+class InFlight:
+    """The commands one call has in flight on an in-order queue: the event of the last
+    (what the call waits for) and the events of host transfers, kept until that wait."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        """The event of the call's last command (None: none in flight)."""
+        self.keep: list[Any] = []
+        """Events of host transfers not yet waited for: pyopencl's event of such a copy
+        waits for it when dropped, holding the GIL."""
+
+    def enqueued(self, event: Any) -> None:
+        """Note ``event`` (None: nothing was enqueued) as the last command's."""
+        if event is not None:
+            self.last = event
+
+    def transfer(self, event: Any) -> None:
+        """Note the event of a copy between host and device memory (None: nothing was
+        enqueued) as the last command's, and keep it until the call's wait."""
+        if event is not None:
+            self.keep.append(event)
+            self.last = event
