@@ -34,7 +34,7 @@ def _scale(em: KernelEmitter, value: Value) -> Scale:
 
 
 def _scales(em: KernelEmitter, inst: Instruction) -> tuple[Scale, Scale]:
-    return _scale(em, inst.operand("alpha")), _scale(em, inst.operand("beta"))
+    return _scale(em, inst.single("alpha")), _scale(em, inst.single("beta"))
 
 
 def _pick(*sizes: str) -> str:
@@ -106,8 +106,8 @@ def _atomic(inst: Instruction) -> bool:
 def emit_gemm(em: KernelEmitter, inst: Instruction) -> None:
     """``gemm``: C := alpha op(A) op(B) + beta C."""
     A, B, C = (em.view(inst.operand(x)) for x in "ABC")
-    m, k, sam, sak = _op(A, inst.attr("trans_a"))
-    _, n, sbk, sbn = _op(B, inst.attr("trans_b"))
+    m, k, sam, sak = _op(A, inst.attr_of("trans_a", Transpose))
+    _, n, sbk, sbn = _op(B, inst.attr_of("trans_b", Transpose))
     spec = Contraction(C.type.element, _pick(m, C.shape[0]), _pick(n, C.shape[1]), k,
                        _mat(A, sam, sak), _mat(B, sbk, sbn),
                        _mat(C, C.strides[0], C.strides[1]), *_scales(em, inst),
@@ -119,7 +119,7 @@ def emit_gemm(em: KernelEmitter, inst: Instruction) -> None:
 def emit_gemv(em: KernelEmitter, inst: Instruction) -> None:
     """``gemv``: c := alpha op(A) b + beta c."""
     A, b, c = (em.view(inst.operand(x)) for x in "ABC")
-    m, k, sam, sak = _op(A, inst.attr("trans_a"))
+    m, k, sam, sak = _op(A, inst.attr_of("trans_a", Transpose))
     spec = Contraction(c.type.element, _pick(m, c.shape[0]), "1", k, _mat(A, sam, sak),
                        _mat(b, b.strides[0], "0"), _mat(c, c.strides[0], "0"),
                        *_scales(em, inst), _transposed(inst, "trans_a"), _atomic(inst))
@@ -140,14 +140,14 @@ def emit_ger(em: KernelEmitter, inst: Instruction) -> None:
 @handler("sum")
 def emit_sum(em: KernelEmitter, inst: Instruction) -> None:
     """``sum``: B := alpha op(A) 1 + beta B (a vector A sums into a scalar memref)."""
-    A, B = em.view(inst.operand("A")), em.view(inst.operand("B"))
+    A, B = em.view(inst.single("A")), em.view(inst.single("B"))
     if A.type.order == 1:
         spec = Contraction(B.type.element, "1", "1", A.shape[0], _mat(A, "0", A.strides[0]),
                            None, _mat(B, "0", "0"), *_scales(em, inst), atomic=_atomic(inst))
         _reduce(em, inst, spec, B)
         return
     else:
-        m, k, sam, sak = _op(A, inst.attr("trans_a"))
+        m, k, sam, sak = _op(A, inst.attr_of("trans_a", Transpose))
         spec = Contraction(B.type.element, _pick(m, B.shape[0]), "1", k, _mat(A, sam, sak),
                            None, _mat(B, B.strides[0], "0"), *_scales(em, inst),
                            atomic=_atomic(inst))
@@ -178,8 +178,8 @@ def _elementwise(em: KernelEmitter, inst: Instruction, ops: tuple[Matrix, ...],
 @handler("axpby")
 def emit_axpby(em: KernelEmitter, inst: Instruction) -> None:
     """``axpby``: B := alpha op(A) + beta B."""
-    A, B = em.view(inst.operand("A")), em.view(inst.operand("B"))
-    _, _, si, sj = _op(A, inst.attr("trans_a"))
+    A, B = em.view(inst.single("A")), em.view(inst.single("B"))
+    _, _, si, sj = _op(A, inst.attr_of("trans_a", Transpose))
     _elementwise(em, inst, (_mat(A, si, sj),), B)
 
 

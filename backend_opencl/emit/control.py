@@ -38,11 +38,11 @@ def _results(em: KernelEmitter, inst: Instruction, inits: list[str] | None) -> l
 @handler("for")
 def emit_for(em: KernelEmitter, inst: Instruction) -> None:
     """``for``: a C loop; loop-carried values live in the result variables."""
-    t: ScalarType = inst.attr("loop_type")
+    t: ScalarType = inst.attr_of("loop_type", ScalarType)
     lo, hi = em.scalar(inst.operand("from")), em.scalar(inst.operand("to"))
-    step = inst.operand("step")
+    step = inst.optional("step")
     step_expr = em.scalar(step) if step is not None else "1"
-    carried = _results(em, inst, [em.scalar(v) for v in inst.operand("init")])
+    carried = _results(em, inst, [em.scalar(v) for v in inst.variadic("init")])
     body = inst.regions[0]
     var = em.namer.fresh(body.args[0].name or "i")
     em.env[body.args[0]] = var
@@ -78,7 +78,7 @@ def emit_if(em: KernelEmitter, inst: Instruction) -> None:
 def emit_yield(em: KernelEmitter, inst: Instruction) -> None:
     """``yield``: assign the enclosing if/for's result variables."""
     targets = em.yields[-1]
-    values = [em.scalar(v) for v in inst.operand("values")]
+    values = [em.scalar(v) for v in inst.variadic("values")]
     for target, value in zip(targets, values, strict=False):
         em.w.line(f"{target} = {value};")
 
@@ -260,7 +260,7 @@ def _point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...]) -> None
 def _bind_point(em: KernelEmitter, inst: Instruction, point: tuple[str, ...],
                 args: Iterable[int]) -> None:
     """Bind the body arguments numbered ``args`` to their coordinates of ``point``."""
-    t: ScalarType = inst.attr("loop_type")
+    t: ScalarType = inst.attr_of("loop_type", ScalarType)
     body_args = inst.regions[0].args
     assert len(body_args) == len(point)
     for k in args:
@@ -284,8 +284,8 @@ def emit_parallel(em: KernelEmitter, inst: Instruction) -> None:
 def emit_barrier(em: KernelEmitter, inst: Instruction) -> None:
     """``barrier[.global][.local]``."""
     flags = []
-    if inst.attr("fence_local"):
+    if inst.attr_of("fence_local", bool):
         flags.append("CLK_LOCAL_MEM_FENCE")
-    if inst.attr("fence_global"):
+    if inst.attr_of("fence_global", bool):
         flags.append("CLK_GLOBAL_MEM_FENCE")
     em.w.line(f"barrier({' | '.join(flags) or 'CLK_LOCAL_MEM_FENCE'});")

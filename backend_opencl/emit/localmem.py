@@ -75,7 +75,7 @@ def _lifetimes(func: Function) -> dict[Instruction, tuple[int, int]]:
     stops: dict[object, int] = {}
     for inst, position in order.items():
         if inst.name == "lifetime_stop":
-            stops[inst.operand("operand")] = position
+            stops[inst.single("operand")] = position
     for inst, position in order.items():
         if inst.name == "alloca":
             region = inst.parent

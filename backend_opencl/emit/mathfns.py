@@ -28,8 +28,8 @@ _BUILTIN = {
 def emit_math(em: KernelEmitter, inst: Instruction) -> None:
     """``math.<fn>``: one C expression (complex and integer pow through helpers)."""
     t: ScalarType = inst.attr("type")
-    fn: str = inst.attr("fn")
-    args = [em.scalar(v) for v in (inst.operand("a"), inst.operand("b")) if v is not None]
+    fn: str = inst.attr_of("fn", str)
+    args = [em.scalar(v) for v in (inst.single("a"), inst.operand("b")) if v is not None]
     if t.is_complex:
         expr = _complex(em, fn, t, args)
     elif t.is_int:
@@ -136,10 +136,10 @@ def emit_select(em: KernelEmitter, inst: Instruction) -> None:
 @handler("bitcast")
 def emit_bitcast(em: KernelEmitter, inst: Instruction) -> None:
     """``bitcast``: ``as_<type>``; f16/bf16 go through their 16-bit patterns."""
-    src: ScalarType = inst.attr("from_type")
-    dst: ScalarType = inst.attr("to_type")
+    src: ScalarType = inst.attr_of("from_type", ScalarType)
+    dst: ScalarType = inst.attr_of("to_type", ScalarType)
     em.use_type(src)
-    a = numeric.store_value(src, em.scalar(inst.operand("a")))
+    a = numeric.store_value(src, em.scalar(inst.single("a")))
     bits = storage_type(dst) if dst.is_half else ctype(dst)
     expr = a if ctype(src) == bits and not src.is_half else f"as_{bits}({a})"
     em.define(inst.result, numeric.load_value(dst, expr))
@@ -150,5 +150,5 @@ def emit_complex(em: KernelEmitter, inst: Instruction) -> None:
     """``complex %re, %im``."""
     t: ScalarType = inst.attr("type")
     assert complex_part(t).is_float
-    re, im = em.scalar(inst.operand("re")), em.scalar(inst.operand("im"))
+    re, im = em.scalar(inst.single("re")), em.scalar(inst.single("im"))
     em.define(inst.result, f"(({ctype(t)})({re}, {im}))")

@@ -17,8 +17,8 @@ from tensorlang.verify.bounds import GUARD
 @handler("load")
 def emit_load(em: KernelEmitter, inst: Instruction) -> None:
     """``load``: an element of a memref, or a member of a group (a new view)."""
-    indices = [em.scalar(v) for v in inst.operand("indices")]
-    source = inst.operand("operand")
+    indices = [em.scalar(v) for v in inst.variadic("indices")]
+    source = inst.single("operand")
     if isinstance(source.type, GroupType):
         _load_member(em, inst, indices[0])
         return
@@ -42,12 +42,12 @@ def _access_guard(em: KernelEmitter, inst: Instruction, view: MemView,
     checks = [em.in_range(site, mode, index, "1", size)
               for mode, (index, size) in enumerate(zip(indices, view.shape, strict=True))]
     if any(checks):
-        em.add_site(inst.name, inst, inst.operand("operand"), view.type.order)
+        em.add_site(inst.name, inst, inst.single("operand"), view.type.order)
     return em.condition([view.valid, *checks], "in_bounds")
 
 
 def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
-    group = em.group(inst.operand("operand"))
+    group = em.group(inst.single("operand"))
     t = inst.result.memref_type
     name = em.namer.fresh(inst.result.name or "member")
     base = f"({pointer_type(t)}){group.table}[{index}]" if group.base is None else \
@@ -70,13 +70,13 @@ def _load_member(em: KernelEmitter, inst: Instruction, index: str) -> None:
 @handler("store")
 def emit_store(em: KernelEmitter, inst: Instruction) -> None:
     """``store``: one element."""
-    indices = [em.scalar(v) for v in inst.operand("indices")]
-    view = em.view(inst.operand("operand"))
-    value = store_value(view.type.element, em.scalar(inst.operand("value")))
+    indices = [em.scalar(v) for v in inst.variadic("indices")]
+    view = em.view(inst.single("operand"))
+    value = store_value(view.type.element, em.scalar(inst.single("value")))
     ok = _access_guard(em, inst, view, indices)
     parts = _complex_parts(em, view, indices)
     if parts is not None:
-        value = em.scalar(inst.operand("value"))
+        value = em.scalar(inst.single("value"))
         if not value.isidentifier():
             value = em.namer.fresh("c")
             em.w.line(f"const {ctype(view.type.element)} {value} = "
@@ -104,7 +104,7 @@ def _complex_parts(em: KernelEmitter, view: MemView,
 
 
 def _dynamic(em: KernelEmitter, inst: Instruction) -> Iterator[str]:
-    for value in inst.operand("dynamic"):
+    for value in inst.variadic("dynamic"):
         yield em.scalar(value)
 
 
@@ -134,7 +134,7 @@ def _bind_view(em: KernelEmitter, inst: Instruction, src: MemView, offset: str,
 @handler("subview")
 def emit_subview(em: KernelEmitter, inst: Instruction) -> None:
     """``subview``: offset the pointer, keep strides, drop index-only modes."""
-    src = em.view(inst.operand("operand"))
+    src = em.view(inst.single("operand"))
     dynamic = _dynamic(em, inst)
     offsets, shape, strides = [], [], []
     marked, site = bool(inst.attrs.get(GUARD)), em.next_site()
@@ -156,7 +156,7 @@ def emit_subview(em: KernelEmitter, inst: Instruction) -> None:
             shape.append(size)
             strides.append(src.strides[mode])
     if any(checks):
-        em.add_site("subview", inst, inst.operand("operand"), src.type.order, tuple(details))
+        em.add_site("subview", inst, inst.single("operand"), src.type.order, tuple(details))
     valid = em.condition([src.valid, *checks], (inst.result.name or "view") + "_ok")
     _bind_view(em, inst, src, add(*offsets), shape, strides, valid)
 
@@ -164,8 +164,8 @@ def emit_subview(em: KernelEmitter, inst: Instruction) -> None:
 @handler("expand")
 def emit_expand(em: KernelEmitter, inst: Instruction) -> None:
     """``expand``: one mode becomes several with canonical strides inside it."""
-    src = em.view(inst.operand("operand"))
-    mode: int = inst.attr("mode")
+    src = em.view(inst.single("operand"))
+    mode: int = inst.attr_of("mode", int)
     dynamic = _dynamic(em, inst)
     sizes = [_pick(s, dynamic) for s in inst.attr("shape")]
     new_strides, stride = [], src.strides[mode]
@@ -181,7 +181,7 @@ def emit_expand(em: KernelEmitter, inst: Instruction) -> None:
             product = mul(product, size)
         check = em.equal(em.next_site(), mode, product, src.shape[mode])
         if check:
-            em.add_site("expand", inst, inst.operand("operand"), src.type.order)
+            em.add_site("expand", inst, inst.single("operand"), src.type.order)
     valid = em.condition([src.valid, check], (inst.result.name or "view") + "_ok")
     _bind_view(em, inst, src, "0", shape, strides, valid)
 
@@ -189,8 +189,8 @@ def emit_expand(em: KernelEmitter, inst: Instruction) -> None:
 @handler("fuse")
 def emit_fuse(em: KernelEmitter, inst: Instruction) -> None:
     """``fuse``: modes [from, to] become one with the first mode's stride."""
-    src = em.view(inst.operand("operand"))
-    first, last = inst.attr("from_mode"), inst.attr("to_mode")
+    src = em.view(inst.single("operand"))
+    first, last = inst.attr_of("from_mode", int), inst.attr_of("to_mode", int)
     size = "1"
     for s in src.shape[first:last + 1]:
         size = mul(size, s)
@@ -202,7 +202,7 @@ def emit_fuse(em: KernelEmitter, inst: Instruction) -> None:
 @handler("size")
 def emit_size(em: KernelEmitter, inst: Instruction) -> None:
     """``size``: a mode size."""
-    em.define(inst.result, em.view(inst.operand("operand")).shape[inst.attr("mode")])
+    em.define(inst.result, em.view(inst.single("operand")).shape[inst.attr_of("mode", int)])
 
 
 @handler("alloca")

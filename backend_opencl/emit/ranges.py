@@ -81,16 +81,16 @@ def _group_id(inst: Instruction, ranges: dict[Value, Range]) -> None:
 
 
 def _size(inst: Instruction, ranges: dict[Value, Range]) -> None:
-    t = inst.operand("operand").type
+    t = inst.single("operand").type
     if isinstance(t, MemRefType):
-        size = t.shape[inst.attr("mode")]
+        size = t.shape[inst.attr_of("mode", int)]
         if size is not None:
             _set(ranges, inst.result, (size, size))
 
 
 def _arith(inst: Instruction, ranges: dict[Value, Range]) -> None:
-    op: ArithOp = inst.attr("op")
-    a = ranges.get(inst.operand("a"))
+    op: ArithOp = inst.attr_of("op", ArithOp)
+    a = ranges.get(inst.single("a"))
     b_value = inst.operand("b")
     b = ranges.get(b_value) if b_value is not None else None
     if a is None or (b_value is not None and b is None):
@@ -119,16 +119,16 @@ def _binary(op: ArithOp, a: Range, b: Range | None) -> Range | None:
 def _select(inst: Instruction, ranges: dict[Value, Range]) -> None:
     """The union of both sides, narrowed for the ``min``/``max`` idiom
     ``select(cmp.lt(x, y), x, y)``."""
-    x, y = inst.operand("a"), inst.operand("b")
+    x, y = inst.single("a"), inst.operand("b")
     rx, ry = ranges.get(x), ranges.get(y)
     if rx is None or ry is None:
         return
     r = (min(rx[0], ry[0]), max(rx[1], ry[1]))
-    cond = inst.operand("cond").owner
+    cond = inst.single("cond").owner
     if isinstance(cond, Instruction) and cond.name == "cmp":
-        pair = (cond.operand("a"), cond.operand("b"))
-        less = cond.attr("cond") in (CmpCond.LT, CmpCond.LE)
-        more = cond.attr("cond") in (CmpCond.GT, CmpCond.GE)
+        pair = (cond.single("a"), cond.operand("b"))
+        less = cond.attr_of("cond", CmpCond) in (CmpCond.LT, CmpCond.LE)
+        more = cond.attr_of("cond", CmpCond) in (CmpCond.GT, CmpCond.GE)
         if (less and pair == (x, y)) or (more and pair == (y, x)):  # min(x, y)
             r = (min(rx[0], ry[0]), min(rx[1], ry[1]))
         elif (more and pair == (x, y)) or (less and pair == (y, x)):  # max(x, y)
@@ -137,15 +137,15 @@ def _select(inst: Instruction, ranges: dict[Value, Range]) -> None:
 
 
 def _cast(inst: Instruction, ranges: dict[Value, Range]) -> None:
-    src: ScalarType = inst.attr("from_type")
-    r = ranges.get(inst.operand("a")) or type_range(src)
+    src: ScalarType = inst.attr_of("from_type", ScalarType)
+    r = ranges.get(inst.single("a")) or type_range(src)
     _set(ranges, inst.result, r)
 
 
 def _loop_vars(inst: Instruction, ranges: dict[Value, Range]) -> None:
     """A loop variable lies in ``[from, to - 1]`` (for: with a positive step)."""
     if inst.name == "for":
-        step = inst.operand("step")
+        step = inst.optional("step")
         if step is not None and not (ranges.get(step) or (0, 0))[0] > 0:
             return
         bounds = [(inst.operand("from"), inst.operand("to"))]

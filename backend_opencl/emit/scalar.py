@@ -45,8 +45,8 @@ def _plain_binary(op: ArithOp, t: ScalarType, a: str, b: str) -> str:
 def emit_arith(em: KernelEmitter, inst: Instruction) -> None:
     """``arith.<op>``."""
     t: ScalarType = inst.attr("type")
-    op: ArithOp = inst.attr("op")
-    a = em.scalar(inst.operand("a"))
+    op: ArithOp = inst.attr_of("op", ArithOp)
+    a = em.scalar(inst.single("a"))
     narrow = _narrow_arith(em, inst)
     if narrow is not None:
         expr = narrow
@@ -62,8 +62,8 @@ def emit_arith(em: KernelEmitter, inst: Instruction) -> None:
 def _narrow_arith(em: KernelEmitter, inst: Instruction) -> str | None:
     """Plain 32-bit C for index arithmetic whose operands and exact result fit an ``int``
     (so it cannot overflow, and division needs no zero or -1 case); else None."""
-    op: ArithOp = inst.attr("op")
-    operands = [v for v in (inst.operand("a"), inst.operand("b")) if v is not None]
+    op: ArithOp = inst.attr_of("op", ArithOp)
+    operands = [v for v in (inst.single("a"), inst.operand("b")) if v is not None]
     if not em.narrow(inst.result) or not all(em.narrow(v) for v in operands):
         return None
     names = [em.scalar(v) for v in operands]
@@ -80,10 +80,10 @@ def _narrow_arith(em: KernelEmitter, inst: Instruction) -> str | None:
 @handler("cast")
 def emit_cast(em: KernelEmitter, inst: Instruction) -> None:
     """``cast``: C conversions; real -> complex puts the value in the real part."""
-    src: ScalarType = inst.attr("from_type")
-    dst: ScalarType = inst.attr("to_type")
+    src: ScalarType = inst.attr_of("from_type", ScalarType)
+    dst: ScalarType = inst.attr_of("to_type", ScalarType)
     em.use_type(src)
-    a = em.scalar(inst.operand("a"))
+    a = em.scalar(inst.single("a"))
     em.define(inst.result, numeric.cast(em.unit, a, src, dst))
 
 
@@ -91,8 +91,8 @@ def emit_cast(em: KernelEmitter, inst: Instruction) -> None:
 def emit_cmp(em: KernelEmitter, inst: Instruction) -> None:
     """``cmp.<cond>``; complex values compare equal part by part."""
     t: ScalarType = inst.attr("type")
-    cond: CmpCond = inst.attr("cond")
-    a, b = em.scalar(inst.operand("a")), em.scalar(inst.operand("b"))
+    cond: CmpCond = inst.attr_of("cond", CmpCond)
+    a, b = em.scalar(inst.single("a")), em.scalar(inst.operand("b"))
     if t.is_complex:
         expr = f"({a}.x == {b}.x && {a}.y == {b}.y)"
         expr = expr if cond is CmpCond.EQ else f"!{expr}"

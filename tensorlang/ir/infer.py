@@ -48,7 +48,7 @@ def result_types(inst: Instruction) -> list[Type]:
     name = inst.name
     if name in _INDEX_RESULT:
         if name == "size":
-            _mode_in_range(inst, _memref_operand(inst), inst.attr("mode"), "size")
+            _mode_in_range(inst, _memref_operand(inst), inst.attr_of("mode", int), "size")
         return [INDEX]
     if name in _I32_RESULT:
         return [I32]
@@ -57,11 +57,11 @@ def result_types(inst: Instruction) -> list[Type]:
     if name == "cmp":
         return [I1]
     if name == "math":
-        return [math_result_type(inst.attr("fn"), inst.attr("type"))]
+        return [math_result_type(inst.attr_of("fn", str), inst.attr("type"))]
     if name == "if":
         return list(inst.attr("result_types"))
     if name == "for":
-        return [v.type for v in inst.operand("init")]
+        return [v.type for v in inst.variadic("init")]
     if name in _VIEWS:
         return [_VIEWS[name](inst)]
     return []
@@ -83,7 +83,7 @@ def result_type(inst: Instruction) -> Type:
 
 
 def _operand_type(inst: Instruction) -> Type:
-    value: Value = inst.operand("operand")
+    value: Value = inst.single("operand")
     return value.type
 
 
@@ -103,7 +103,7 @@ def _mode_in_range(inst: Instruction, t: MemRefType, mode: int, what: str) -> No
 
 def _load(inst: Instruction) -> Type:
     t = _operand_type(inst)
-    count = len(inst.operand("indices"))
+    count = len(inst.variadic("indices"))
     return load_type(t, count, inst.loc)
 
 
@@ -157,7 +157,7 @@ def _check_slice(piece: Slice, mode: int, loc: Loc) -> None:
 
 def _expand(inst: Instruction) -> Type:
     t = _memref_operand(inst)
-    return expand_type(t, inst.attr("mode"), tuple(inst.attr("shape")), inst.loc)
+    return expand_type(t, inst.attr_of("mode", int), tuple(inst.attr("shape")), inst.loc)
 
 
 def expand_type(t: MemRefType, mode: int, shape: tuple[Dim, ...], loc: Loc) -> MemRefType:
@@ -184,7 +184,7 @@ def expand_type(t: MemRefType, mode: int, shape: tuple[Dim, ...], loc: Loc) -> M
 
 def _fuse(inst: Instruction) -> Type:
     t = _memref_operand(inst)
-    return fuse_type(t, inst.attr("from_mode"), inst.attr("to_mode"), inst.loc)
+    return fuse_type(t, inst.attr_of("from_mode", int), inst.attr_of("to_mode", int), inst.loc)
 
 
 def fuse_type(t: MemRefType, first: int, last: int, loc: Loc) -> MemRefType:

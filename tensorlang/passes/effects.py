@@ -20,7 +20,7 @@ from tensorlang.ir.types import AddressSpace, GroupType, MemRefType
 def root(value: Value) -> Value:
     """The argument or alloca result that memref/group ``value`` points into."""
     while isinstance(value.owner, Instruction) and value.owner.op.view:
-        value = value.owner.operand("operand")
+        value = value.owner.single("operand")
     return value
 
 
@@ -65,7 +65,7 @@ def _own_effects(inst: Instruction) -> Effects:
     """The roots ``inst`` itself reads and writes (the op table's ``reads``/``writes``; a
     ``load`` of a group's member is a view, not a read)."""
     op = inst.op
-    if op.name == "load" and isinstance(inst.operand("operand").type, GroupType):
+    if op.name == "load" and isinstance(inst.single("operand").type, GroupType):
         return Effects()
     return Effects({root(inst.operand(name)) for name in op.reads},
                    {root(inst.operand(name)) for name in op.writes})

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from tensorlang.ir.core import Instruction, Program, Region, Value
 from tensorlang.ir.ops import ArithOp, CmpCond, Transpose
-from tensorlang.ir.types import INDEX, MemRefType
+from tensorlang.ir.types import INDEX, MemRefType, ScalarType
 from tensorlang.passes.manager import Pass
 from tensorlang.passes.rewrite import InstructionBuilder
 from tensorlang.schedule.affine import Symbols
@@ -106,7 +106,7 @@ def _fuse(first: _Candidate, second: Instruction) -> list[Instruction] | None:
 
 
 def _legal(first: Instruction, second: Instruction) -> bool:
-    if first.attr("loop_type") != second.attr("loop_type"):
+    if first.attr_of("loop_type", ScalarType) != second.attr_of("loop_type", ScalarType):
         return False
     if any(n.name == "barrier" for loop in (first, second) for n in loop.walk()):
         return False
@@ -162,8 +162,8 @@ def as_foreach(inst: Instruction) -> list[Instruction]:
     zero = b.const(0, INDEX)
     args = [Value(INDEX, f"i{m}" if t.order > 1 else "i", inst.loc) for m in range(t.order)]
     with b.region(args) as body:
-        value = b.arith(ArithOp.MUL, inst.operand("alpha"), _term(b, inst, args))
-        result = _plus_beta_out(b, inst.operand("beta"), value, out, args)
+        value = b.arith(ArithOp.MUL, inst.single("alpha"), _term(b, inst, args))
+        result = _plus_beta_out(b, inst.single("beta"), value, out, args)
         b.op("store", {"value": result, "operand": out, "indices": args}, {"type": t})
     if t.order == 1:
         b.op("foreach", {"from": zero, "to": sizes[0]}, {"loop_type": INDEX}, [body])
@@ -175,9 +175,9 @@ def as_foreach(inst: Instruction) -> list[Instruction]:
 
 def _term(b: InstructionBuilder, inst: Instruction, idx: list[Value]) -> Value:
     """op(A)[idx] (axpby) or A[idx] * B[idx] (hadamard_product)."""
-    a: Value = inst.operand("A")
+    a: Value = inst.single("A")
     if inst.name == "hadamard_product":
-        return b.arith(ArithOp.MUL, b.load(a, idx), b.load(inst.operand("B"), idx))
+        return b.arith(ArithOp.MUL, b.load(a, idx), b.load(inst.single("B"), idx))
     transposed = inst.attrs.get("trans_a") is Transpose.T and a.memref_type.order == 2
     return b.load(a, idx[::-1] if transposed else idx)
 

@@ -64,8 +64,8 @@ def _region(region: Region, pending: Footprint, syms: Symbols) -> Footprint:
 
 
 def _after_barrier(inst: Instruction, pending: Footprint) -> Footprint:
-    keep_local = not inst.attr("fence_local")
-    keep_global = not inst.attr("fence_global")
+    keep_local = not inst.attr_of("fence_local", bool)
+    keep_global = not inst.attr_of("fence_global", bool)
     return pending.keep(lambda v: keep_local if is_local(v) else keep_global)
 
 

@@ -57,7 +57,7 @@ def _rewrite(region: Region) -> None:
 def _applies(inst: Instruction) -> bool:
     if not inst.op.blas:
         return False
-    alpha = inst.operand("alpha").type
+    alpha = inst.single("alpha").type
     return isinstance(alpha, ScalarType) and alpha.is_half
 
 
@@ -141,7 +141,7 @@ def _lower(inst: Instruction) -> list[Instruction]:
     b = _Builder(inst.loc)
     out: Value = inst.operand(inst.op.output)
     body = _BODIES[inst.name](b, inst)
-    alpha, beta = b.to_f32(inst.operand("alpha")), b.to_f32(inst.operand("beta"))
+    alpha, beta = b.to_f32(inst.single("alpha")), b.to_f32(inst.single("beta"))
     beta_zero = b.one("cmp", {"a": beta, "b": b.const(0.0, F32)},
                       {"cond": CmpCond.EQ, "type": F32})
     t = out.memref_type

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tensorlang.ir.core import Instruction, Value
 from tensorlang.ir.ops import ArithOp
-from tensorlang.ir.types import GroupType, MemRefType
+from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
 
 class Symbols:
@@ -68,7 +68,7 @@ def affine(value: Value, syms: Symbols) -> str:
         if inst.name == "size":
             return _size(inst, syms)
         if inst.name == "cast" and _widens(inst):
-            return affine(inst.operand("a"), syms)
+            return affine(inst.single("a"), syms)
         if inst.name == "arith":
             found = _arith(inst, syms)
             if found is not None:
@@ -78,17 +78,17 @@ def affine(value: Value, syms: Symbols) -> str:
 
 def _widens(cast: Instruction) -> bool:
     """A cast between signed integer types that keeps every value (i32 -> index)."""
-    src, dst = cast.attr("from_type"), cast.attr("to_type")
+    src, dst = cast.attr_of("from_type", ScalarType), cast.attr_of("to_type", ScalarType)
     return src.is_signed_int and dst.is_signed_int and dst.bits >= src.bits
 
 
 def _size(inst: Instruction, syms: Symbols) -> str:
-    return view(inst.operand("operand"), syms).sizes[inst.attr("mode")]
+    return view(inst.single("operand"), syms).sizes[inst.attr_of("mode", int)]
 
 
 def _arith(inst: Instruction, syms: Symbols) -> str | None:
-    op = inst.attr("op")
-    a = affine(inst.operand("a"), syms)
+    op = inst.attr_of("op", ArithOp)
+    a = affine(inst.single("a"), syms)
     if op is ArithOp.NEG:
         return f"-({a})"
     if op.unary:
@@ -140,9 +140,9 @@ def view(value: Value, syms: Symbols) -> View:
     inst = value.owner
     t = _memref(value)
     if isinstance(inst, Instruction) and inst.name == "subview":
-        return _subview(inst, view(inst.operand("operand"), syms), syms)
+        return _subview(inst, view(inst.single("operand"), syms), syms)
     if isinstance(inst, Instruction) and inst.op.view:
-        base = view(inst.operand("operand"), syms)
+        base = view(inst.single("operand"), syms)
         return View(base.root, t.order, base.root_rank, _sizes(value, t, syms), None)
     return View(value, t.order, _root_rank(value), _sizes(value, t, syms),
                 tuple(f"@{d}@" for d in range(t.order)))
@@ -162,7 +162,7 @@ def _sizes(value: Value, t: MemRefType, syms: Symbols) -> tuple[str, ...]:
 
 
 def _subview(inst: Instruction, base: View, syms: Symbols) -> View:
-    dynamic = iter(inst.operand("dynamic"))
+    dynamic = iter(inst.variadic("dynamic"))
     sizes: list[str] = []
     coords: list[str] = []
     for d, sl in enumerate(inst.attr("slices")):

@@ -92,7 +92,7 @@ def check(inst: Instruction, syms: Symbols) -> Verdict | None:
         constraints = [f"0 <= x{d} < {s}" for d, s in enumerate(v.sizes)]
     else:
         v = view(operand, syms)
-        points = [affine(i, syms) for i in inst.operand("indices")]
+        points = [affine(i, syms) for i in inst.variadic("indices")]
         constraints = []
     if v.index is None or v.root_rank != len(view(v.root, syms).sizes):
         return "unknown"  # not exact (expand, fuse) or a group member
@@ -191,9 +191,9 @@ def _value_facts(value: Value, syms: Symbols) -> list[str]:
         return [f"{r} >= 0"]
     if inst.name == "select" and inst.attr("type").is_int:
         return _min_max(inst, r, syms)
-    if inst.name == "arith" and inst.attr("op") is ArithOp.REM and \
+    if inst.name == "arith" and inst.attr_of("op", ArithOp) is ArithOp.REM and \
             inst.attr("type").is_int and not inst.attr("type").is_unsigned:
-        c, d = affine(inst.operand("b"), syms), affine(inst.operand("a"), syms)
+        c, d = affine(inst.operand("b"), syms), affine(inst.single("a"), syms)
         if c.isdigit() and int(c) > 0:  # C's remainder has the dividend's sign
             return [f"-{c} < {r} < {c}", f"{d} < 0 or {r} >= 0", f"{d} > 0 or {r} <= 0"]
     return []
@@ -201,15 +201,15 @@ def _value_facts(value: Value, syms: Symbols) -> list[str]:
 
 def _min_max(select: Instruction, r: str, syms: Symbols) -> list[str]:
     """``select (cmp.lt a, b), a, b`` is min(a, b); the other orders give min or max."""
-    cond = select.operand("cond").owner
-    x, y = select.operand("a"), select.operand("b")
+    cond = select.single("cond").owner
+    x, y = select.single("a"), select.operand("b")
     if not isinstance(cond, Instruction) or cond.name != "cmp" or \
-            {cond.operand("a"), cond.operand("b")} != {x, y} or x is y:
+            {cond.single("a"), cond.operand("b")} != {x, y} or x is y:
         return []
-    how = cond.attr("cond")
+    how = cond.attr_of("cond", CmpCond)
     if how not in (CmpCond.LT, CmpCond.LE, CmpCond.GT, CmpCond.GE):
         return []
-    is_min = (how in (CmpCond.LT, CmpCond.LE)) == (cond.operand("a") is x)
+    is_min = (how in (CmpCond.LT, CmpCond.LE)) == (cond.single("a") is x)
     ax, ay = affine(x, syms), affine(y, syms)
     rel = "<=" if is_min else ">="
     return [f"{r} {rel} {ax}", f"{r} {rel} {ay}", f"{r} = {ax} or {r} = {ay}"]
@@ -225,12 +225,12 @@ def _owner_facts(owner: Instruction, region: int, syms: Symbols) -> list[str]:
         return [_range(a, lo, hi, syms) for a, lo, hi in
                 zip(args, owner.operand("from"), owner.operand("to"), strict=False)]
     if owner.name == "if":
-        return _condition(owner.operand("cond"), region == 1, syms)
+        return _condition(owner.single("cond"), region == 1, syms)
     return []
 
 
 def _positive_step(loop: Instruction) -> bool:
-    step = loop.operand("step")
+    step = loop.optional("step")
     if step is None:
         return True
     text = affine(step, Symbols())
@@ -248,17 +248,17 @@ def _condition(cond: Value, negated: bool, syms: Symbols) -> list[str]:
     if not isinstance(inst, Instruction):
         return []
     if inst.name == "cmp" and inst.attr("type").is_int and not inst.attr("type").is_unsigned:
-        how = _NEGATED[inst.attr("cond")] if negated else inst.attr("cond")
+        how = _NEGATED[inst.attr_of("cond", CmpCond)] if negated else inst.attr_of("cond", CmpCond)
         if how not in _RELATION:
             return []
-        a, b = affine(inst.operand("a"), syms), affine(inst.operand("b"), syms)
+        a, b = affine(inst.single("a"), syms), affine(inst.operand("b"), syms)
         return [f"{a} {_RELATION[how]} {b}"]
     if inst.name == "arith" and inst.attr("type").is_bool:
-        op = inst.attr("op")
+        op = inst.attr_of("op", ArithOp)
         if op is ArithOp.NOT:
-            return _condition(inst.operand("a"), not negated, syms)
+            return _condition(inst.single("a"), not negated, syms)
         if (op is ArithOp.AND and not negated) or (op is ArithOp.OR and negated):
-            return (_condition(inst.operand("a"), negated, syms)
+            return (_condition(inst.single("a"), negated, syms)
                     + _condition(inst.operand("b"), negated, syms))
     return []
 

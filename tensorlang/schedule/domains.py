@@ -74,7 +74,7 @@ def statement(inst: Instruction, syms: Symbols) -> Statement | None:
         return _elementwise(inst, syms)
     if inst.name in ("foreach", "foreach_nd"):
         return _foreach(inst, syms)
-    if inst.name in ("load", "store") and isinstance(inst.operand("operand").type, MemRefType):
+    if inst.name in ("load", "store") and isinstance(inst.single("operand").type, MemRefType):
         acc = _element_access(inst, syms)
         return Statement(inst.name, (), (), (acc,))
     return None
@@ -93,7 +93,7 @@ def _op_index(trans: Transpose | None, rows: str, cols: str) -> tuple[str, str]:
 
 
 def _output(inst: Instruction, v: View, idx: tuple[str, ...]) -> list[Access]:
-    beta = inst.operand("beta").owner
+    beta = inst.single("beta").owner
     zero = isinstance(beta, Instruction) and beta.name == "constant" and \
         complex(beta.attr("value")) == 0
     accs = [_operand(v, True, idx)]
@@ -128,7 +128,7 @@ def _contraction(inst: Instruction, syms: Symbols) -> Statement:
 
 def _elementwise(inst: Instruction, syms: Symbols) -> Statement:
     out = view(inst.operand(inst.op.output), syms)
-    A = view(inst.operand("A"), syms)
+    A = view(inst.single("A"), syms)
     trans_a = inst.attrs.get("trans_a")
     dims: tuple[str, ...]
     a_idx: tuple[str, ...]
@@ -143,7 +143,7 @@ def _elementwise(inst: Instruction, syms: Symbols) -> Statement:
     a_idx = _op_index(trans_a, "i", "j") if A.rank == 2 else dims
     accs = [_operand(A, False, a_idx)]
     if inst.name == "hadamard_product":
-        accs.append(_operand(view(inst.operand("B"), syms), False, dims))
+        accs.append(_operand(view(inst.single("B"), syms), False, dims))
     accs += _output(inst, out, dims)
     return Statement(inst.name, dims, _ranges(dims, out.sizes), tuple(accs))
 
@@ -160,7 +160,7 @@ def _foreach(inst: Instruction, syms: Symbols) -> Statement:
     try:
         accs = [_element_access(nested, syms) for nested in body.walk()
                 if nested.name in ("load", "store")
-                and isinstance(nested.operand("operand").type, MemRefType)]
+                and isinstance(nested.single("operand").type, MemRefType)]
     finally:
         for arg in body.args:
             syms.bound.pop(arg, None)
@@ -168,8 +168,8 @@ def _foreach(inst: Instruction, syms: Symbols) -> Statement:
 
 
 def _element_access(inst: Instruction, syms: Symbols) -> Access:
-    v = view(inst.operand("operand"), syms)
-    idx = tuple(affine(x, syms) for x in inst.operand("indices"))
+    v = view(inst.single("operand"), syms)
+    idx = tuple(affine(x, syms) for x in inst.variadic("indices"))
     return _operand(v, inst.name == "store", idx)
 
 

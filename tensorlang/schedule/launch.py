@@ -125,21 +125,22 @@ class _Analysis:
                 if inst.name in ("subview", "load", "store"):
                     return self._access(inst)
                 if inst.name == "expand":
-                    t: MemRefType = inst.operand("operand").type
-                    dynamic = t.shape[inst.attr("mode")] is None or None in inst.attr("shape")
+                    t = inst.single("operand").memref_type
+                    mode = inst.attr_of("mode", int)
+                    dynamic = t.shape[mode] is None or None in inst.attr("shape")
                     return [], dynamic
                 if inst.op.blas:
                     return self._collective(inst, size_pairs(inst))
         except isl.Error:  # over budget or unreadable: guard what can be guarded
             if inst.op.blas:
                 return [], tuple(size_pairs(inst))
-            member = inst.name == "load" and isinstance(inst.operand("operand").type,
+            member = inst.name == "load" and isinstance(inst.single("operand").type,
                                                         GroupType)
             return [], not member
         return [], False
 
     def _access(self, inst: Instruction) -> tuple[list[LaunchCheck], object]:
-        operand = inst.operand("operand")
+        operand = inst.single("operand")
         if isinstance(operand.type, GroupType):
             return self._member_index(inst) if inst.name == "load" else ([], False)
         v = self._view(operand if inst.name != "subview" else inst.result)
@@ -149,7 +150,7 @@ class _Analysis:
             points = [f"x{d}" for d in range(v.rank)]
             ranges = [f"0 <= x{d} < {s}" for d, s in enumerate(v.sizes)]
         else:
-            points = [affine(i, self.syms) for i in inst.operand("indices")]
+            points = [affine(i, self.syms) for i in inst.variadic("indices")]
             ranges = []
         coords = v.at(tuple(points))
         if coords is None:
@@ -168,10 +169,10 @@ class _Analysis:
         return checks, False
 
     def _member_index(self, load: Instruction) -> tuple[list[LaunchCheck], object]:
-        group = load.operand("operand")
+        group = load.single("operand")
         if group not in self.args:
             return [], False
-        index = affine(load.operand("indices")[0], self.syms)
+        index = affine(load.variadic("indices")[0], self.syms)
         count = f"{_MEMBERS}{self.args[group]}"
         bad = self._violations(load, [], [f"{index} < 0", f"{index} >= {count}"], [])
         if bad is None:
@@ -300,9 +301,9 @@ class _Analysis:
     def _member_of_group_id(self, root: Value) -> bool:
         load = root.owner
         if not isinstance(load, Instruction) or load.name != "load" or \
-                load.operand("operand") not in self.args:
+                load.single("operand") not in self.args:
             return False
-        index = load.operand("indices")[0]
+        index = load.variadic("indices")[0]
         return index.owner is not None and isinstance(index.owner, Instruction) and \
             index.owner.name == "group_id"
 
@@ -312,7 +313,7 @@ class _Analysis:
         while child.parent is not None and isinstance(child.parent.parent, Instruction):
             owner = child.parent.parent
             if owner.name == "if" and not _exact_condition(
-                    owner.operand("cond"), owner.regions.index(child.parent) == 1):
+                    owner.single("cond"), owner.regions.index(child.parent) == 1):
                 return False
             if owner.name not in ("if", "foreach", "foreach_nd", "for", "parallel") or \
                     (owner.name == "for" and not _ranged_loop(child.parent)):
@@ -326,14 +327,14 @@ class _Analysis:
         """Like :func:`view`, with a member loaded from a group argument as a root."""
         inst = value.owner
         if isinstance(inst, Instruction) and inst.name == "subview":
-            return _subview(inst, self._view(inst.operand("operand")), self.syms)
+            return _subview(inst, self._view(inst.single("operand")), self.syms)
         if isinstance(inst, Instruction) and inst.name == "load" and \
-                isinstance(inst.operand("operand").type, GroupType):
+                isinstance(inst.single("operand").type, GroupType):
             t = value.memref_type
             return View(value, t.order, t.order, _sizes(value, t, self.syms),
                         tuple(f"@{d}@" for d in range(t.order)))
         if isinstance(inst, Instruction) and inst.name in ("fuse", "expand"):
-            base = self._view(inst.operand("operand"))
+            base = self._view(inst.single("operand"))
             sizes = self._reshaped_sizes(inst, list(base.sizes))
             if sizes is not None:  # exact sizes, inexact elements
                 return View(base.root, len(sizes), base.root_rank, tuple(sizes), None)
@@ -342,12 +343,12 @@ class _Analysis:
     def _reshaped_sizes(self, inst: Instruction, sizes: list[str]) -> list[str] | None:
         """The affine sizes of a fuse or expand result (None when not affine)."""
         if inst.name == "expand":
-            dynamic = iter(inst.operand("dynamic"))
-            mode = inst.attr("mode")
+            dynamic = iter(inst.variadic("dynamic"))
+            mode = inst.attr_of("mode", int)
             new = [str(n) if n is not None else affine(next(dynamic), self.syms)
                    for n in inst.attr("shape")]
             return sizes[:mode] + new + sizes[mode + 1:]
-        first, last = inst.attr("from_mode"), inst.attr("to_mode")
+        first, last = inst.attr_of("from_mode", int), inst.attr_of("to_mode", int)
         factors = sizes[first:last + 1]
         const = 1
         for f in factors:
@@ -363,8 +364,8 @@ class _Analysis:
             return self.args[root], mode
         owner = root.owner
         if isinstance(owner, Instruction) and owner.name == "load" and \
-                owner.operand("operand") in self.args:
-            return self.args[owner.operand("operand")], mode
+                owner.single("operand") in self.args:
+            return self.args[owner.single("operand")], mode
         return -1, mode
 
     def _operand_arg(self, value: Value, mode: int) -> tuple[int, int]:
@@ -382,7 +383,7 @@ def _ranged_loop(region: Region) -> bool:
     if owner.name in ("foreach", "foreach_nd"):
         return True
     if owner.name == "for":
-        step = owner.operand("step")
+        step = owner.optional("step")
         return step is None or affine(step, Symbols()) == "1"
     return False
 
@@ -393,14 +394,14 @@ def _exact_condition(cond: Value, negated: bool) -> bool:
     if not isinstance(inst, Instruction):
         return False
     if inst.name == "cmp" and inst.attr("type").is_int and not inst.attr("type").is_unsigned:
-        how = inst.attr("cond")
+        how = inst.attr_of("cond", CmpCond)
         return how is not (CmpCond.EQ if negated else CmpCond.NE)
     if inst.name == "arith" and inst.attr("type").is_bool:
-        op = inst.attr("op")
+        op = inst.attr_of("op", ArithOp)
         if op is ArithOp.NOT:
-            return _exact_condition(inst.operand("a"), not negated)
+            return _exact_condition(inst.single("a"), not negated)
         if (op is ArithOp.AND and not negated) or (op is ArithOp.OR and negated):
-            return _exact_condition(inst.operand("a"), negated) and \
+            return _exact_condition(inst.single("a"), negated) and \
                 _exact_condition(inst.operand("b"), negated)
     return False
 
@@ -497,16 +498,16 @@ def _indexed_modes(inst: Instruction, gids: set[Value]) -> list[tuple[Value, int
     """The (operand, mode) pairs ``inst`` indexes with a ``group_id`` value (mode -1: a
     group's member index)."""
     if inst.name in ("load", "store"):
-        operand = inst.operand("operand")
+        operand = inst.single("operand")
         if isinstance(operand.type, GroupType):
-            index = inst.operand("indices")[0]
+            index = inst.variadic("indices")[0]
             return [(operand, -1)] if index in gids else []
-        return [(operand, d) for d, index in enumerate(inst.operand("indices"))
+        return [(operand, d) for d, index in enumerate(inst.variadic("indices"))
                 if index in gids]
     if inst.name != "subview":
         return []
     found = []
-    dynamic = iter(inst.operand("dynamic"))
+    dynamic = iter(inst.variadic("dynamic"))
     for d, sl in enumerate(inst.attr("slices")):
         if sl.full:
             continue
@@ -514,7 +515,7 @@ def _indexed_modes(inst: Instruction, gids: set[Value]) -> list[tuple[Value, int
         if sl.size is None:
             next(dynamic)
         if sl.size == 0 and offset in gids:
-            found.append((inst.operand("operand"), d))
+            found.append((inst.single("operand"), d))
     return found
 
 
@@ -529,7 +530,7 @@ def _argument_mode(value: Value, mode: int, args: dict[Value, int]) -> Quantity 
         d = kept[mode]
         if not inst.attr("slices")[d].full:
             return None
-        value, mode = inst.operand("operand"), d
+        value, mode = inst.single("operand"), d
     if mode < 0:
         return Quantity("members", args[value])
     return Quantity("size", args[value], mode) if isinstance(value.type, MemRefType) \

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.ir.ops import Slice
-from tensorlang.ir.types import INDEX, Dim, Type
+from tensorlang.ir.types import INDEX, Dim, ScalarType, Type
 from tensorlang.syntax.literals import literal_text
 
 _IDENT = re.compile(r"[0-9]+|[A-Za-z][A-Za-z0-9_]*")
@@ -142,7 +142,8 @@ def _alloca(p: _Printer, inst: Instruction, depth: int) -> str:
 
 
 def _barrier(p: _Printer, inst: Instruction, depth: int) -> str:
-    return "barrier" + ".global" * inst.attr("fence_global") + ".local" * inst.attr("fence_local")
+    fences = inst.attr_of("fence_global", bool), inst.attr_of("fence_local", bool)
+    return "barrier" + ".global" * fences[0] + ".local" * fences[1]
 
 
 def _cast(p: _Printer, inst: Instruction, depth: int) -> str:
@@ -154,7 +155,7 @@ def _constant(p: _Printer, inst: Instruction, depth: int) -> str:
 
 
 def _expand(p: _Printer, inst: Instruction, depth: int) -> str:
-    dynamic = iter(inst.operand("dynamic"))
+    dynamic = iter(inst.variadic("dynamic"))
     shape = " x ".join(p.dim(d, dynamic) for d in inst.attr("shape"))
     return (f"expand {p.v(inst.operand('operand'))}[{inst.attr('mode')} -> {shape}] : "
             f"{inst.attr('type')}")
@@ -187,7 +188,7 @@ def _slice(p: _Printer, piece: Slice, dynamic: Iterator[Value]) -> str:
 
 
 def _subview(p: _Printer, inst: Instruction, depth: int) -> str:
-    dynamic = iter(inst.operand("dynamic"))
+    dynamic = iter(inst.variadic("dynamic"))
     slices = ", ".join(_slice(p, s, dynamic) for s in inst.attr("slices"))
     return f"subview {p.v(inst.operand('operand'))}[{slices}] : {inst.attr('type')}"
 
@@ -208,9 +209,9 @@ def _loop_head(p: _Printer, inst: Instruction) -> str:
     var = inst.regions[0].args[0]
     bounds = [inst.operand("from"), inst.operand("to")]
     if inst.operands.get("step") is not None:
-        bounds.append(inst.operand("step"))
+        bounds.append(inst.optional("step"))
     head = f"{inst.name} {p.v(var)} = {p.vs(bounds)}"
-    loop_type = inst.attr("loop_type")
+    loop_type = inst.attr_of("loop_type", ScalarType)
     return head if loop_type == INDEX else f"{head} : {loop_type}"
 
 
@@ -220,7 +221,7 @@ def _foreach(p: _Printer, inst: Instruction, depth: int) -> str:
 
 def _for(p: _Printer, inst: Instruction, depth: int) -> str:
     head = _loop_head(p, inst)
-    init: list[Value] = inst.operand("init")
+    init: list[Value] = inst.variadic("init")
     if init:
         carried = inst.regions[0].args[1:]
         pairs = ", ".join(f"{p.v(a)} = {p.v(v)}" for a, v in zip(carried, init, strict=True))
@@ -240,7 +241,7 @@ def _if(p: _Printer, inst: Instruction, depth: int) -> str:
 
 
 def _yield(p: _Printer, inst: Instruction, depth: int) -> str:
-    values = inst.operand("values")
+    values = inst.variadic("values")
     if not values:
         return "yield :"
     return f"yield {p.vs(values)} : {_types(inst.attr('types'))}"
@@ -269,7 +270,7 @@ def _foreach_nd(p: _Printer, inst: Instruction, depth: int) -> str:
     body = inst.regions[0]
     head = (f"foreach ({p.vs(body.args)}) = ({p.vs(inst.operand('from'))}), "
             f"({p.vs(inst.operand('to'))})")
-    loop_type = inst.attr("loop_type")
+    loop_type = inst.attr_of("loop_type", ScalarType)
     if loop_type != INDEX:
         head += f" : {loop_type}"
     return head + " " + p.region(body, depth)

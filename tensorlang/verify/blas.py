@@ -79,7 +79,7 @@ def _check_atomic(inst: Instruction, elem: ScalarType) -> None:
             f"use {', '.join(ATOMIC_TYPES)}"
         raise fail(inst.loc, "", f"{inst.name}.atomic on {elem} is not supported ({why})")
     if elem.name == "c64":
-        beta: Value = inst.operand("beta")
+        beta: Value = inst.single("beta")
         owner = beta.owner
         known = owner.attrs.get("value") if isinstance(owner, Instruction) and \
             owner.name == "constant" else None
@@ -99,7 +99,8 @@ def _check_scalar(inst: Instruction, rule: str, name: str, elem: ScalarType) -> 
 def check_gemm(inst: Instruction) -> None:
     """gemm: C1 matrices, C2 M, C3 N, C4 K, C5 element types, C6 alpha/beta types."""
     a, b, c = (_memref(inst, "C1", n, (2,)) for n in ("A", "B", "C"))
-    op_a, op_b = _op_shape(a, inst.attr("trans_a")), _op_shape(b, inst.attr("trans_b"))
+    op_a = _op_shape(a, inst.attr_of("trans_a", Transpose))
+    op_b = _op_shape(b, inst.attr_of("trans_b", Transpose))
     va, vb, vc = (inst.operand(n) for n in ("A", "B", "C"))
     _agree(inst, "C2", ("op(A)", op_a, 0), ("C", c.shape, 0), "M", va, vc)
     _agree(inst, "C3", ("op(B)", op_b, 1), ("C", c.shape, 1), "N", vb, vc)
@@ -111,7 +112,7 @@ def check_gemv(inst: Instruction) -> None:
     """gemv: C1 A matrix, b and c vectors, C2 M, C3 K, C4 element types, C5 alpha/beta."""
     a = _memref(inst, "C1", "A", (2,))
     b, c = (_memref(inst, "C1", n, (1,)) for n in ("B", "C"))
-    op_a = _op_shape(a, inst.attr("trans_a"))
+    op_a = _op_shape(a, inst.attr_of("trans_a", Transpose))
     va, vb, vc = (inst.operand(n) for n in ("A", "B", "C"))
     _agree(inst, "C2", ("op(A)", op_a, 0), ("c", c.shape, 0), "M", va, vc)
     _agree(inst, "C3", ("op(A)", op_a, 1), ("b", b.shape, 0), "K", va, vb)
@@ -140,11 +141,11 @@ def check_hadamard(inst: Instruction) -> None:
 def check_axpby(inst: Instruction) -> None:
     """axpby: C1 orders 1 or 2 and equal, C2 op(A) and B shapes, C3 element types, C4 scalars."""
     a, b = (_memref(inst, "C1", n, (1, 2)) for n in ("A", "B"))
-    va, vb = inst.operand("A"), inst.operand("B")
+    va, vb = inst.single("A"), inst.single("B")
     if a.order != b.order:
         raise fail(inst, "C1", f"A has order {a.order} but B has order {b.order} "
                    "(orders must be equal)", va, vb)
-    op_a = _op_shape(a, inst.attr("trans_a"))
+    op_a = _op_shape(a, inst.attr_of("trans_a", Transpose))
     for mode in range(a.order):
         _agree(inst, "C2", ("op(A)", op_a, mode), ("B", b.shape, mode), "the shapes", va, vb)
     _check_types(inst, "C3", "C4", ("A", "B"))
@@ -155,9 +156,9 @@ def check_sum(inst: Instruction) -> None:
     a = _memref(inst, "C1", "A", (1, 2))
     b = _memref(inst, "C1", "B", (a.order - 1,))
     if a.order == 2:
-        op_a = _op_shape(a, inst.attr("trans_a"))
+        op_a = _op_shape(a, inst.attr_of("trans_a", Transpose))
         _agree(inst, "C2", ("op(A)", op_a, 0), ("B", b.shape, 0),
-               "the first mode of op(A) and the size of B", inst.operand("A"), inst.operand("B"))
+               "the first mode of op(A) and the size of B", inst.single("A"), inst.single("B"))
     _check_types(inst, "C3", "C4", ("A", "B"))
 
 

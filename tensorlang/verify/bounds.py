@@ -60,8 +60,8 @@ def _guard(inst: Instruction, syms: Symbols) -> bool | tuple[SizePair, ...]:
     if inst.name in ("subview", "load", "store"):
         return check(inst, syms) == "unknown"
     if inst.name == "expand":
-        t: MemRefType = inst.operand("operand").type
-        return t.shape[inst.attr("mode")] is None or None in inst.attr("shape")
+        t = inst.single("operand").memref_type
+        return t.shape[inst.attr_of("mode", int)] is None or None in inst.attr("shape")
     if inst.op.blas:
         return tuple(p for p in size_pairs(inst) if not _agree(inst, p, syms))
     return False
@@ -94,7 +94,7 @@ def size_pairs(inst: Instruction) -> tuple[SizePair, ...]:
     if name == "hadamard_product":
         return pair(("A", 0), ("C", 0)), pair(("B", 0), ("C", 0))
     if name == "axpby":
-        return tuple(pair(op("A", m), ("B", m)) for m in range(inst.operand("B").type.order))
-    if name == "sum" and inst.operand("A").type.order == 2:
+        return tuple(pair(op("A", m), ("B", m)) for m in range(inst.single("B").memref_type.order))
+    if name == "sum" and inst.single("A").memref_type.order == 2:
         return (pair(op("A", 0), ("B", 0)),)
     return ()

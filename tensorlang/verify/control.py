@@ -36,7 +36,7 @@ def _check_yield_ends(inst: Instruction, rule: str, region: Region, types: tuple
 
 def check_yield(inst: Instruction) -> None:
     """yield: C1 as many values as types, C2 each value of its type."""
-    values, types = inst.operand("values"), tuple(inst.attr("types"))
+    values, types = inst.variadic("values"), tuple(inst.attr("types"))
     if len(values) != len(types):
         raise fail(inst, "C1", f"{len(values)} values but {len(types)} types")
     for value, t in zip(values, types, strict=True):
@@ -45,7 +45,7 @@ def check_yield(inst: Instruction) -> None:
 
 def check_if(inst: Instruction) -> None:
     """if: C1 condition i1, C2 scalar results as declared, C3 else with results, C4 yields."""
-    expect_type(inst, "C1", inst.operand("cond"), I1, "the condition")
+    expect_type(inst, "C1", inst.single("cond"), I1, "the condition")
     types = tuple(inst.attr("result_types"))
     _check_results(inst, "C2", types, "declared")
     if types and len(inst.regions) < 2:
@@ -67,7 +67,7 @@ def _check_results(inst: Instruction, rule: str, types: tuple[Type, ...], what: 
 
 
 def _check_bounds(inst: Instruction, names: tuple[str, ...]) -> ScalarType:
-    loop_type = inst.attr("loop_type")
+    loop_type = inst.attr_of("loop_type", ScalarType)
     if not isinstance(loop_type, ScalarType) or not loop_type.is_int:
         raise fail(inst, "C1", f"the loop type must be an integer type, got {loop_type}")
     for name in names:
@@ -88,7 +88,7 @@ def _check_body_args(inst: Instruction, expected: tuple[Type, ...]) -> None:
 def check_for(inst: Instruction) -> None:
     """for: C1 integer loop type, C2 bounds and step, C3 body args, C4 carried values, C5 yield."""
     loop_type = _check_bounds(inst, ("from", "to", "step"))
-    init: list[Value] = inst.operand("init")
+    init: list[Value] = inst.variadic("init")
     types = tuple(v.type for v in init)
     for value in init:
         if not isinstance(value.type, ScalarType):

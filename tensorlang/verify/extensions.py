@@ -22,12 +22,12 @@ def _kind(t: ScalarType) -> str:
 
 def check_math(inst: Instruction) -> None:
     """math: C1 known function and arity, C2 operand types, C3 type allowed, C4 result."""
-    fn = MATH_FNS.get(inst.attr("fn"))
+    fn = MATH_FNS.get(inst.attr_of("fn", str))
     if fn is None:
         raise fail(inst, "C1", f"unknown function {inst.attr('fn')!r}")
     t: ScalarType = inst.attr("type")
-    operands = [v for v in (inst.operand("a"), inst.operand("b")) if v is not None]
-    if len(operands) != fn.arity or inst.operand("a") is None:
+    operands = [v for v in (inst.single("a"), inst.operand("b")) if v is not None]
+    if len(operands) != fn.arity or inst.single("a") is None:
         raise fail(inst, "C1", f"math.{fn.name} takes {fn.arity} operand"
                    f"{'s' * (fn.arity > 1)}, got {len(operands)}")
     for value in operands:
@@ -48,7 +48,7 @@ def _kinds_text(kinds: frozenset[str]) -> str:
 def check_select(inst: Instruction) -> None:
     """select: C1 condition i1, C2 both operands of the type, C3 result of the type."""
     t = inst.attr("type")
-    expect_type(inst, "C1", inst.operand("cond"), I1, "the condition")
+    expect_type(inst, "C1", inst.single("cond"), I1, "the condition")
     for name in ("a", "b"):
         expect_type(inst, "C2", inst.operand(name), t, "operand")
     expect_result(inst, "C3", t)
@@ -56,14 +56,14 @@ def check_select(inst: Instruction) -> None:
 
 def check_bitcast(inst: Instruction) -> None:
     """bitcast: C1 operand type, C2 same bit width and no i1, C3 result type."""
-    source: ScalarType = inst.attr("from_type")
-    target: ScalarType = inst.attr("to_type")
-    expect_type(inst, "C1", inst.operand("a"), source, "operand")
+    source: ScalarType = inst.attr_of("from_type", ScalarType)
+    target: ScalarType = inst.attr_of("to_type", ScalarType)
+    expect_type(inst, "C1", inst.single("a"), source, "operand")
     if source.is_bool or target.is_bool:
         raise fail(inst, "C2", "i1 has no bit pattern to reinterpret")
     if source.bits != target.bits:
         raise fail(inst, "C2", f"{source} has {source.bits} bits but {target} has "
-                   f"{target.bits} (bitcast keeps the width)", inst.operand("a"))
+                   f"{target.bits} (bitcast keeps the width)", inst.single("a"))
     expect_result(inst, "C3", target)
 
 
@@ -80,7 +80,7 @@ def check_complex(inst: Instruction) -> None:
 def check_foreach_nd(inst: Instruction) -> None:
     """foreach (nd): C1 integer loop type, C2 one from and one to per mode, of the loop
     type, C3 one body argument per mode, of the loop type."""
-    t = inst.attr("loop_type")
+    t = inst.attr_of("loop_type", ScalarType)
     if not isinstance(t, ScalarType) or not t.is_int or t.is_bool:
         raise fail(inst, "C1", f"the loop type must be an integer type, got {t}")
     lows, highs = inst.operand("from"), inst.operand("to")

@@ -44,13 +44,13 @@ def _allowed_arith(op: ArithOp, t: ScalarType) -> bool:
 
 def check_arith(inst: Instruction) -> None:
     """arith: C1 operand arity, C2 operand types, C3 the op's type table, C4 result type."""
-    op, t = inst.attr("op"), inst.attr("type")
+    op, t = inst.attr_of("op", ArithOp), inst.attr("type")
     b = inst.operand("b")
     if op.unary and b is not None:
         raise fail(inst, "C1", f".{op.value} takes one operand", b)
     if not op.unary and b is None:
         raise fail(inst, "C1", f".{op.value} takes two operands")
-    for value in (inst.operand("a"), b):
+    for value in (inst.single("a"), b):
         if value is not None:
             expect_type(inst, "C2", value, t, "operand")
     if not _allowed_arith(op, t):
@@ -73,7 +73,7 @@ _ORDERED = (CmpCond.GT, CmpCond.GE, CmpCond.LT, CmpCond.LE)
 
 def check_cmp(inst: Instruction) -> None:
     """cmp: C1 operand types, C2 ordering conditions not on complex, C3 result i1."""
-    cond, t = inst.attr("cond"), inst.attr("type")
+    cond, t = inst.attr_of("cond", CmpCond), inst.attr("type")
     for name in ("a", "b"):
         expect_type(inst, "C1", inst.operand(name), t, "operand")
     if cond in _ORDERED and t.is_complex:
@@ -84,8 +84,8 @@ def check_cmp(inst: Instruction) -> None:
 
 def check_cast(inst: Instruction) -> None:
     """cast: C1 operand type, C2 (extension: every pair of scalar types), C3 result type."""
-    source, target = inst.attr("from_type"), inst.attr("to_type")
-    expect_type(inst, "C1", inst.operand("a"), source, "operand")
+    source, target = inst.attr_of("from_type", ScalarType), inst.attr_of("to_type", ScalarType)
+    expect_type(inst, "C1", inst.single("a"), source, "operand")
     expect_result(inst, "C3", target)
 
 

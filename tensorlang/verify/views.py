@@ -53,7 +53,7 @@ def _indices(inst: Instruction, rule: str, values: list[Value], what: str = "ind
 def _mode(inst: Instruction, rule: str, mode: int, order: int, what: str = "mode") -> None:
     if not 0 <= mode < order:
         raise fail(inst, rule, f"{what} {mode} is out of range for a memref of order {order} "
-                   f"(0 <= {what} < {order})", inst.operand("operand"))
+                   f"(0 <= {what} < {order})", inst.single("operand"))
 
 
 def check_alloca(inst: Instruction) -> None:
@@ -74,14 +74,14 @@ def _as_local(t: MemRefType) -> str:
 def check_load(inst: Instruction) -> None:
     """load: C1 declared type, C2 index count, C3 index types, C4 result type."""
     t = _declared_or_group(inst)
-    indices: list[Value] = inst.operand("indices")
+    indices: list[Value] = inst.variadic("indices")
     if isinstance(t, GroupType):
         expected, needs = 1, "a group takes one index"
     else:
         expected, needs = t.order, f"order {t.order} needs {t.order}"
     if len(indices) != expected:
         raise fail(inst, "C2", f"{len(indices)} indices given but {needs}",
-                   inst.operand("operand"))
+                   inst.single("operand"))
     _indices(inst, "C3", indices)
     expect_result(inst, "C4", t.memref if isinstance(t, GroupType) else t.element)
 
@@ -89,24 +89,24 @@ def check_load(inst: Instruction) -> None:
 def check_store(inst: Instruction) -> None:
     """store: C1 declared memref type, C2 index count, C3 index types, C4 value type."""
     t = _declared(inst)
-    indices: list[Value] = inst.operand("indices")
+    indices: list[Value] = inst.variadic("indices")
     if len(indices) != t.order:
         raise fail(inst, "C2", f"{len(indices)} indices given but order {t.order} needs "
-                   f"{t.order}", inst.operand("operand"))
+                   f"{t.order}", inst.single("operand"))
     _indices(inst, "C3", indices)
-    expect_type(inst, "C4", inst.operand("value"), t.element, "the stored value")
+    expect_type(inst, "C4", inst.single("value"), t.element, "the stored value")
 
 
 def check_size(inst: Instruction) -> None:
     """size: C1 declared memref type, C2 mode in range, C3 result index."""
     t = _declared(inst)
-    _mode(inst, "C2", inst.attr("mode"), t.order)
+    _mode(inst, "C2", inst.attr_of("mode", int), t.order)
     expect_result(inst, "C3", INDEX)
 
 
 def check_lifetime_stop(inst: Instruction) -> None:
     """lifetime_stop: C1 the operand is the result of an alloca."""
-    value: Value = inst.operand("operand")
+    value: Value = inst.single("operand")
     owner = value.owner
     if not isinstance(owner, Instruction) or owner.name != "alloca":
         raise fail(inst, "C1", f"{value_name(value)} must be the result of an alloca", value)
@@ -119,7 +119,7 @@ def check_subview(inst: Instruction) -> None:
     slices = inst.attr("slices")
     if len(slices) != t.order:
         raise fail(inst, "C2", f"{len(slices)} indices or slices given but the memref has "
-                   f"order {t.order}", inst.operand("operand"))
+                   f"order {t.order}", inst.single("operand"))
     wanted = sum((s.offset is None) + (s.size is None) for s in slices if not s.full)
     _dynamic(inst, "C3", wanted, "offsets and sizes")
     for mode, (piece, size) in enumerate(zip(slices, t.shape, strict=True)):
@@ -129,7 +129,7 @@ def check_subview(inst: Instruction) -> None:
 
 
 def _dynamic(inst: Instruction, rule: str, wanted: int, what: str) -> None:
-    dynamic: list[Value] = inst.operand("dynamic")
+    dynamic: list[Value] = inst.variadic("dynamic")
     if len(dynamic) != wanted:
         raise fail(inst, rule, f"{len(dynamic)} dynamic operands for {wanted} dynamic {what}")
     _indices(inst, rule, dynamic, "dynamic operand")
@@ -148,13 +148,13 @@ def _check_slice(inst: Instruction, mode: int, offset: int | None, size: int | N
     if end > extent:
         block = f"[{offset}, {end})" if size else f"{'index' if size == 0 else 'offset'} {offset}"
         raise fail(inst, "C5", f"mode {mode}: {block} lies outside the mode of size {extent}",
-                   inst.operand("operand"))
+                   inst.single("operand"))
 
 
 def check_expand(inst: Instruction) -> None:
     """expand: C1 type, C2 mode, C3 expand shape and dynamic operands, C4 product, C5 result."""
     t = _declared(inst)
-    mode, shape = inst.attr("mode"), tuple(inst.attr("shape"))
+    mode, shape = inst.attr_of("mode", int), tuple(inst.attr("shape"))
     _mode(inst, "C2", mode, t.order)
     if len(shape) < 2:
         raise fail(inst, "C3", f"the expand shape needs at least two modes, got {len(shape)}")
@@ -172,27 +172,27 @@ def _check_product(inst: Instruction, shape: tuple[int | None, ...], extent: int
     known = prod(s for s in shape if s is not None)
     if None not in shape and known != extent:
         raise fail(inst, "C4", f"the expand shape {shape_str(shape)} has {known} elements but "
-                   f"mode {mode} has size {extent}", inst.operand("operand"))
+                   f"mode {mode} has size {extent}", inst.single("operand"))
     if None in shape and (known == 0 or extent % known != 0):
         raise fail(inst, "C4", f"the static part of the expand shape {shape_str(shape)} "
                    f"({known}) does not divide the size {extent} of mode {mode}",
-                   inst.operand("operand"))
+                   inst.single("operand"))
 
 
 def check_fuse(inst: Instruction) -> None:
     """fuse: C1 type, C2 0 <= from < to < order, C3 compatible strides, C4 result type."""
     t = _declared(inst)
-    first, last = inst.attr("from_mode"), inst.attr("to_mode")
+    first, last = inst.attr_of("from_mode", int), inst.attr_of("to_mode", int)
     if not 0 <= first < last < t.order:
         raise fail(inst, "C2", f"modes [{first},{last}] must satisfy 0 <= from < to < order "
-                   f"= {t.order}", inst.operand("operand"))
+                   f"= {t.order}", inst.single("operand"))
     for k in range(first, last):
         stride, size, following = t.strides[k], t.shape[k], t.strides[k + 1]
         if stride is None or size is None or following is None or stride * size == following:
             continue
         raise fail(inst, "C3", f"modes {k} and {k + 1} cannot be fused: S{k + 1} * s{k + 1} = "
                    f"{stride} * {size} = {stride * size} but S{k + 2} = {following}",
-                   inst.operand("operand"))
+                   inst.single("operand"))
     _compare_result(inst, "C4")
 
 
