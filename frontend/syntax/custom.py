@@ -6,8 +6,6 @@ Each syntax has a parser ``(parser, opdef, loc) -> Op`` in :data:`PARSERS` and a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
 from frontend.ir.ops import OPS, OpDef
@@ -15,6 +13,7 @@ from frontend.ir.types import format_results
 from frontend.syntax import formats
 from frontend.syntax.custom_base import finish, ftype, ints
 from frontend.syntax.formats import I32, I64, attr_dict, glue
+from frontend.syntax.interface import OpParser, OpPrinter
 from frontend.syntax.interpreter_ops import parse_probe, print_probe
 from frontend.syntax.regions import (
     parse_convolution,
@@ -29,13 +28,9 @@ from frontend.syntax.regions import (
 from frontend.syntax.typeparse import int_value
 from tensorlang.diagnostics import Loc
 
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
-    from frontend.syntax.printer import Printer
-
 
 # -- constant, reduce_precision, call, composite, custom_call, top_k ---------------------
-def parse_constant(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_constant(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``constant`` syntax after the op name."""
     attrs = dict(p.parse_attr_dict()) if p.at("{") else {}
     start = p.start
@@ -46,12 +41,12 @@ def parse_constant(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, [], [value.type], attrs, [], loc)
 
 
-def print_constant(op: Op, pr: Printer) -> str:
+def print_constant(op: Op, pr: OpPrinter) -> str:
     """The pretty ``constant`` syntax after the op name."""
     return glue([attr_dict(op, {"value"}), str(op.attrs["value"])])
 
 
-def parse_reduce_precision(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_reduce_precision(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``reduce_precision`` syntax after the op name."""
     operands = [p.use()]
     p.expect(",")
@@ -67,7 +62,7 @@ def parse_reduce_precision(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return finish(p, opdef, loc, operands, attrs)
 
 
-def print_reduce_precision(op: Op, pr: Printer) -> str:
+def print_reduce_precision(op: Op, pr: OpPrinter) -> str:
     """The pretty ``reduce_precision`` syntax after the op name."""
     fmt = f"e{op.attr('exponent_bits')}m{op.attr('mantissa_bits')}"
     used = {"exponent_bits", "mantissa_bits"}
@@ -77,40 +72,40 @@ def print_reduce_precision(op: Op, pr: Printer) -> str:
                  formats.type_suffix(op, opdef)])
 
 
-def parse_call(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_call(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``call`` syntax after the op name."""
     callee = p.expect_kind("SYMBOL", "a function name")[1:]
     operands = p.paren_list(p.use)
     return finish(p, opdef, loc, operands, {"callee": A.SymbolRefAttr(callee)})
 
 
-def print_call(op: Op, pr: Printer) -> str:
+def print_call(op: Op, pr: OpPrinter) -> str:
     """The pretty ``call`` syntax after the op name."""
     args = ", ".join(map(pr.name, op.operands))
     return glue([f"{op.attrs['callee']}({args})", attr_dict(op, {"callee"}), ftype(op)])
 
 
-def parse_composite(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_composite(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``composite`` syntax after the op name."""
     name = p.expect_kind("STRING", "the composite's name")
     operands = p.use_list() if p.kind == "VALUE" else []
     return finish(p, opdef, loc, operands, {"name": A.StrAttr(name[1:-1])})
 
 
-def print_composite(op: Op, pr: Printer) -> str:
+def print_composite(op: Op, pr: OpPrinter) -> str:
     """The pretty ``composite`` syntax after the op name."""
     return glue([str(op.attrs["name"]), ", ".join(map(pr.name, op.operands)),
                  attr_dict(op, {"name"}), ftype(op)])
 
 
-def parse_custom_call(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_custom_call(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``custom_call`` syntax after the op name."""
     target = p.expect_kind("SYMBOL", "a call target like @foo")[1:]
     operands = p.paren_list(p.use)
     return finish(p, opdef, loc, operands, {"call_target_name": A.StrAttr(target.strip('"'))})
 
 
-def print_custom_call(op: Op, pr: Printer) -> str:
+def print_custom_call(op: Op, pr: OpPrinter) -> str:
     """The pretty ``custom_call`` syntax after the op name."""
     target = op.str_attr("call_target_name")
     args = ", ".join(map(pr.name, op.operands))
@@ -118,7 +113,7 @@ def print_custom_call(op: Op, pr: Printer) -> str:
     return glue([f"@{sym}({args})", attr_dict(op, {"call_target_name"}), ftype(op)])
 
 
-def parse_top_k(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_top_k(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``top_k`` syntax after the op name."""
     p.expect("(")
     operands = [p.use()]
@@ -130,7 +125,7 @@ def parse_top_k(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return finish(p, OPS["chlo.top_k"], loc, operands, attrs)
 
 
-def print_top_k(op: Op, pr: Printer) -> str:
+def print_top_k(op: Op, pr: OpPrinter) -> str:
     """The pretty ``top_k`` syntax after the op name."""
     head = f"({pr.name(op.operands[0])}, k = {op.attr('k')})"
     return glue([head, attr_dict(op, {"k"}),
@@ -138,7 +133,7 @@ def print_top_k(op: Op, pr: Printer) -> str:
 
 
 # -- check dialect (interpreter tests) ---------------------------------------------------
-def parse_check(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_check(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``check`` syntax after the op name."""
     operands = p.use_list()
     attrs: dict[str, A.Attr] = {}
@@ -165,7 +160,7 @@ def parse_check(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, operands, [], attrs, [], loc)
 
 
-def print_check(op: Op, pr: Printer) -> str:
+def print_check(op: Op, pr: OpPrinter) -> str:
     """The pretty ``check`` syntax after the op name."""
     parts = [", ".join(map(pr.name, op.operands))]
     if "expected" in op.attrs:
@@ -176,7 +171,7 @@ def print_check(op: Op, pr: Printer) -> str:
 
 
 # -- slice, dot_general ------------------------------------------------------------------
-def parse_slice(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_slice(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``slice`` syntax after the op name."""
     operands = [p.use()]
     triples = p.bracket_list(lambda: _slice_range(p))
@@ -186,7 +181,7 @@ def parse_slice(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return finish(p, opdef, loc, operands, attrs)
 
 
-def _slice_range(p: Parser) -> tuple[int, int, int]:
+def _slice_range(p: OpParser) -> tuple[int, int, int]:
     start = p.parse_int()
     p.expect(":")
     limit = p.parse_int()
@@ -194,7 +189,7 @@ def _slice_range(p: Parser) -> tuple[int, int, int]:
     return start, limit, stride
 
 
-def print_slice(op: Op, pr: Printer) -> str:
+def print_slice(op: Op, pr: OpPrinter) -> str:
     """The pretty ``slice`` syntax after the op name."""
     keys = ("start_indices", "limit_indices", "strides")
     cols = [op.attr(k, []) for k in keys]
@@ -207,7 +202,7 @@ _DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions",
                "lhs_contracting_dimensions", "rhs_contracting_dimensions")
 
 
-def parse_dot_general(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_dot_general(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``dot_general`` syntax after the op name."""
     operands = [p.use()]
     p.expect(",")
@@ -239,7 +234,7 @@ def dot_dims(dims: dict[str, list[int]]) -> A.StructAttr:
     return A.StructAttr("stablehlo.dot", fields)
 
 
-def _struct_body(p: Parser, name: str) -> A.StructAttr:
+def _struct_body(p: OpParser, name: str) -> A.StructAttr:
     p.expect("<")
     fields = []
     while not p.accept(">"):
@@ -251,7 +246,7 @@ def _struct_body(p: Parser, name: str) -> A.StructAttr:
     return A.StructAttr(name, tuple(fields))
 
 
-def print_dot_general(op: Op, pr: Printer) -> str:
+def print_dot_general(op: Op, pr: OpPrinter) -> str:
     """The pretty ``dot_general`` syntax after the op name."""
     dn = op.attrs["dot_dimension_numbers"]
 

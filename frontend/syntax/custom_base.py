@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from frontend.ir.core import Op
 from frontend.ir.ops import OpDef
 from frontend.ir.types import format_results
 from frontend.syntax.formats import parse_type_suffix
+from frontend.syntax.interface import OpParser
 from tensorlang.diagnostics import Loc
-
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
 
 FUNC = OpDef("", (), types="func")
 
 
-def finish(p: Parser, opdef: OpDef, loc: Loc, operands, attrs, regions=()) -> Op:
+def finish(p: OpParser, opdef: OpDef, loc: Loc, operands, attrs, regions=()) -> Op:
     """Optional attribute dictionary, type suffix, then build the op."""
     if p.at("{"):
         attrs.update(p.parse_attr_dict())

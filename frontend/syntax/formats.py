@@ -9,16 +9,13 @@ by ``OpDef.types``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op, Value
 from frontend.ir.ops import ATTR_KINDS, ENUM_NAMES, OpDef
 from frontend.ir.types import IntegerType, Type, format_results
+from frontend.syntax.interface import OpParser
 from tensorlang.diagnostics import CompileError, Loc
-
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
 
 I64 = IntegerType(64)
 I32 = IntegerType(32)
@@ -34,7 +31,7 @@ def _operand_names(opdef: OpDef) -> dict[str, bool]:
     return {n.rstrip("*"): n.endswith("*") for n in opdef.operands}
 
 
-def parse_pretty(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_pretty(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the rest of a pretty op whose name was just consumed."""
     attrs: dict[str, A.Attr] = {}
     if opdef.syntax == "same":
@@ -47,7 +44,7 @@ def parse_pretty(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, operands, results, attrs, [], loc)
 
 
-def _parse_format(p: Parser, opdef: OpDef, toks: list[str],
+def _parse_format(p: OpParser, opdef: OpDef, toks: list[str],
                   attrs: dict[str, A.Attr]) -> list[Value]:
     operands: list[Value] = []
     names = _operand_names(opdef)
@@ -76,7 +73,7 @@ def _parse_format(p: Parser, opdef: OpDef, toks: list[str],
     return operands
 
 
-def _operand_ahead(p: Parser) -> bool:
+def _operand_ahead(p: OpParser) -> bool:
     """At a value that is used here, not the result name of the next operation."""
     if p.kind != "VALUE":
         return False
@@ -84,7 +81,7 @@ def _operand_ahead(p: Parser) -> bool:
     return not (first == "=" or (first == ":" and second == "INT"))
 
 
-def parse_attr_value(p: Parser, name: str) -> A.Attr:
+def parse_attr_value(p: OpParser, name: str) -> A.Attr:
     """A bare attribute value in pretty syntax, by the attribute's kind."""
     kind = ATTR_KINDS.get(name, "attr")
     if kind == "i64s":
@@ -103,13 +100,13 @@ def parse_attr_value(p: Parser, name: str) -> A.Attr:
     return p.parse_attr()
 
 
-def _bool(p: Parser) -> bool:
+def _bool(p: OpParser) -> bool:
     if p.text not in ("true", "false"):
         p.fail("true or false")
     return p.advance() == "true"
 
 
-def parse_type_suffix(p: Parser, opdef: OpDef, operands: list[Value], loc: Loc) -> list[Type]:
+def parse_type_suffix(p: OpParser, opdef: OpDef, operands: list[Value], loc: Loc) -> list[Type]:
     """The ``: ...`` part: result types (operand types are checked against the values)."""
     style = opdef.types
     if style == "types" and not p.at(":"):
@@ -133,7 +130,7 @@ def parse_type_suffix(p: Parser, opdef: OpDef, operands: list[Value], loc: Loc) 
     return _results_from_types(p, opdef, operands, types, tloc)
 
 
-def _results_from_types(p: Parser, opdef: OpDef, operands: list[Value], types: list[Type],
+def _results_from_types(p: OpParser, opdef: OpDef, operands: list[Value], types: list[Type],
                         tloc: Loc) -> list[Type]:
     style = opdef.types
     if style == "types":

@@ -4,19 +4,14 @@ type).  Registered in :data:`frontend.syntax.custom.PARSERS` / ``PRINTERS`` as `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
 from frontend.ir.ops import OpDef
+from frontend.syntax.interface import OpParser, OpPrinter
 from tensorlang.diagnostics import Loc
 
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
-    from frontend.syntax.printer import Printer
 
-
-def parse_probe(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_probe(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse ``%x, probe_id = "name" : type`` after the op name."""
     operand = p.use()
     p.expect(",")
@@ -35,7 +30,7 @@ def parse_probe(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, [operand], [t], attrs, [], loc)
 
 
-def print_probe(op: Op, pr: Printer) -> str:
+def print_probe(op: Op, pr: OpPrinter) -> str:
     """The pretty ``probe`` syntax after the op name."""
     return (f"{pr.name(op.operands[0])}, probe_id = {op.attrs['probe_id']} : "
             f"{op.operands[0].type}")

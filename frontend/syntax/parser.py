@@ -15,7 +15,7 @@ from frontend.ir.core import Block, Decl, Func, Module, Op, Region, Value, walk
 from frontend.ir.ops import ALIASES, ATTR_KINDS, OPS
 from frontend.ir.types import FunctionType, Type
 from frontend.syntax import custom, formats, literals, shardy
-from frontend.syntax.attrparse import AttrParser
+from frontend.syntax.interface import OpParser
 from frontend.syntax.lexer import nested
 from tensorlang.diagnostics import CompileError, Loc, Source, note
 
@@ -38,7 +38,7 @@ def resolve_origin(text: str, aliases: dict[str, str]) -> Loc | None:
     return None
 
 
-class Parser(AttrParser):
+class Parser(OpParser):
     """Parses one module (one ``// -----`` chunk) of a file."""
 
     def __init__(self, text: str, filename: str, begin: int = 0, stop: int | None = None,

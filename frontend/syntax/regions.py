@@ -3,8 +3,6 @@ while, chlo.scan): parsers and printers registered in :mod:`frontend.syntax.cust
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from frontend.ir import attrs as A
@@ -14,18 +12,15 @@ from frontend.ir.types import IntegerType, TensorType
 from frontend.syntax import formats
 from frontend.syntax.custom_base import FUNC, finish, ftype, ints
 from frontend.syntax.formats import I64, attr_dict, glue, parse_type_suffix
+from frontend.syntax.interface import OpParser, OpPrinter
 from tensorlang.diagnostics import Loc
-
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
-    from frontend.syntax.printer import Printer
 
 # -- convolution -------------------------------------------------------------------------
 _WINDOW = {"stride": "window_strides", "pad": "padding", "lhs_dilate": "lhs_dilation",
            "rhs_dilate": "rhs_dilation", "reverse": "window_reversal"}
 
 
-def parse_convolution(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_convolution(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``convolution`` syntax after the op name."""
     operands = p.paren_list(p.use)
     p.expect("dim_numbers")
@@ -46,7 +41,7 @@ def parse_convolution(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return finish(p, opdef, loc, operands, attrs)
 
 
-def _window_value(p: Parser, key: str) -> A.Attr:
+def _window_value(p: OpParser, key: str) -> A.Attr:
     if key == "pad":
         start = p.start
         rows = p.bracket_list(p.int_list)
@@ -61,7 +56,7 @@ def _window_value(p: Parser, key: str) -> A.Attr:
     return A.DenseArrayAttr("i64", tuple(p.int_list()))
 
 
-def print_convolution(op: Op, pr: Printer) -> str:
+def print_convolution(op: Op, pr: OpPrinter) -> str:
     """The pretty ``convolution`` syntax after the op name."""
     dn = op.attrs.get("dimension_numbers")
     used = {"dimension_numbers"}
@@ -83,7 +78,7 @@ def print_convolution(op: Op, pr: Printer) -> str:
 
 
 # -- reduce, while, scan (ops with regions) ----------------------------------------------
-def parse_reduce(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_reduce(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``reduce`` syntax after the op name."""
     pairs = [_reduce_pair(p)]
     while p.accept(","):
@@ -110,7 +105,7 @@ def parse_reduce(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, inputs + inits, results, attrs, [region], loc)
 
 
-def _reduce_pair(p: Parser):
+def _reduce_pair(p: OpParser):
     p.expect("(")
     x = p.use()
     p.expect("init")
@@ -120,7 +115,7 @@ def _reduce_pair(p: Parser):
     return x, init
 
 
-def _applies_region(p: Parser, name: str, inits, loc: Loc) -> Region:
+def _applies_region(p: OpParser, name: str, inits, loc: Loc) -> Region:
     block = Block()
     t = inits[0].type
     block.args = [Value(t, block, i, f"a{i}", loc) for i in range(2)]
@@ -130,7 +125,7 @@ def _applies_region(p: Parser, name: str, inits, loc: Loc) -> Region:
     return Region([block])
 
 
-def _reducer_region(p: Parser, n: int) -> Region:
+def _reducer_region(p: OpParser, n: int) -> Region:
     p.expect("reducer")
     pairs = []
     for _ in range(n):
@@ -141,14 +136,14 @@ def _reducer_region(p: Parser, n: int) -> Region:
     return p.parse_region(implicit_args=args)
 
 
-def _named_arg(p: Parser):
+def _named_arg(p: OpParser):
     start = p.start
     name = p.expect_kind("VALUE", "an argument name")
     p.expect(":")
     return name, p.parse_type(), p.loc(start, start + len(name))
 
 
-def print_reduce(op: Op, pr: Printer) -> str:
+def print_reduce(op: Op, pr: OpPrinter) -> str:
     """The pretty ``reduce`` syntax after the op name."""
     groups = op.operand_group
     inputs, inits = groups("inputs"), groups("init_values")
@@ -184,7 +179,7 @@ def _simple_reducer(op: Op) -> str | None:
     return body.name if ok else None
 
 
-def parse_while(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_while(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``while`` syntax after the op name."""
     p.expect("(")
     names, operands = [], []
@@ -210,7 +205,7 @@ def parse_while(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, operands, types, attrs, [cond, body], loc)
 
 
-def print_while(op: Op, pr: Printer) -> str:
+def print_while(op: Op, pr: OpPrinter) -> str:
     """The pretty ``while`` syntax after the op name."""
     cond, body = op.regions
     args = cond.block.args
@@ -225,7 +220,7 @@ def print_while(op: Op, pr: Printer) -> str:
             f"do {pr.region_body(body, header=False)}")
 
 
-def parse_scan(p: Parser, opdef: OpDef, loc: Loc) -> Op:
+def parse_scan(p: OpParser, opdef: OpDef, loc: Loc) -> Op:
     """Parse the pretty ``scan`` syntax after the op name."""
     inputs = p.paren_list(p.use)
     p.expect("inits")
@@ -242,7 +237,7 @@ def parse_scan(p: Parser, opdef: OpDef, loc: Loc) -> Op:
     return p.make_op(opdef.name, inputs + inits, results, attrs, [region], loc)
 
 
-def print_scan(op: Op, pr: Printer) -> str:
+def print_scan(op: Op, pr: OpPrinter) -> str:
     """The pretty ``scan`` syntax after the op name."""
     inputs, inits = op.operand_group("inputs"), op.operand_group("inits")
     kw = [f"{k}={formats.print_attr_value(k, v)}" for k, v in op.attrs.items()

@@ -21,13 +21,10 @@ inserts) change what a program computes per device and are rejected.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Decl, Value
-
-if TYPE_CHECKING:
-    from frontend.syntax.parser import Parser
+from frontend.syntax.interface import OpParser
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ ANNOTATIONS = {
 }
 
 
-def parse_mesh(p: Parser) -> Decl:
+def parse_mesh(p: OpParser) -> Decl:
     """``sdy.mesh @name = <[axes], device_ids=[...]> [{attrs}] [loc(...)]``; the mesh
     is kept as text, the attributes (jax adds ``stablehlo.mesh``) as a dictionary."""
     loc = p.loc()
@@ -61,14 +58,14 @@ def parse_mesh(p: Parser) -> Decl:
     return Decl(kind, name, body, loc, p.parse_trailing_loc(), attrs)
 
 
-def parse_annotation(p: Parser, name: str) -> list[Value]:
+def parse_annotation(p: OpParser, name: str) -> list[Value]:
     """One annotation op (at its name, either form): the values its results stand for."""
     spec = ANNOTATIONS[name]
     operand = _generic(p, name, spec) if p.kind == "STRING" else _pretty(p, spec)
     return [operand] if spec.has_result else []
 
 
-def _pretty(p: Parser, spec: Annotation) -> Value:
+def _pretty(p: OpParser, spec: Annotation) -> Value:
     """``sdy.op %x <sharding>|key=value [{attrs}] : T`` (T: the operand's type)."""
     p.advance()
     operand = p.use()
@@ -90,7 +87,7 @@ def _pretty(p: Parser, spec: Annotation) -> Value:
     return operand
 
 
-def _generic(p: Parser, name: str, spec: Annotation) -> Value:
+def _generic(p: OpParser, name: str, spec: Annotation) -> Value:
     """``"sdy.op"(%x) <{props}> {attrs} : (T) -> R`` (R: T, or nothing)."""
     start = p.start
     operands, _attrs, regions, ftype = p.generic_parts()
