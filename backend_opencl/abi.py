@@ -59,7 +59,9 @@ class ArgAbi:
     @property
     def type(self) -> ScalarType | MemRefType | GroupType:
         """The argument's tensor-language type."""
-        return self.value.type  # type: ignore[return-value]
+        t = self.value.type
+        assert isinstance(t, (ScalarType, MemRefType, GroupType)), t  # arguments have no other
+        return t
 
 
 def function_abi(func: Function, namer: Namer, svm: bool = True) -> list[ArgAbi]:

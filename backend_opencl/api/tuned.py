@@ -19,6 +19,7 @@ from tensorlang.ir.core import Function, Program
 
 if TYPE_CHECKING:  # the code generator is not imported for a cache hit
     from backend_opencl.emit.target import Target
+    from backend_opencl.runtime.opencl.devices import Device
 
 
 def cache_path() -> Path | None:
@@ -47,13 +48,13 @@ def is_choice(value: Any) -> bool:
             and value[2:] in ([], [0], [1]))
 
 
-def kernel_key(device: Any, func: Function) -> str:
+def kernel_key(device: Device, func: Function) -> str:
     """The cache key of kernel ``func`` on ``device``: its name and a hash of its text."""
     text = str(Program([copy.deepcopy(func)]))
     return f"{device.key}|{func.name}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def cached_target(program: Program, device: Any, target: Target) -> Target:
+def cached_target(program: Program, device: Device, target: Target) -> Target:
     """``target`` with the cached register blocks of ``program``'s kernels on ``device``."""
     cache = load()
     if not cache:

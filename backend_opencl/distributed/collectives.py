@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from backend_opencl.distributed import grid as G
 from backend_opencl.distributed.reduction import Reducer
 from backend_opencl.distributed.transport import PERMUTE_TAG, Transport
 from frontend.ir.core import Op
-from frontend.ir.types import TensorType
+from frontend.ir.types import TensorType, Type
 from tensorlang.diagnostics import TlcError
 
 
@@ -68,7 +69,7 @@ def _group(op: Op, ctx: Context) -> list[int] | None:
 def _zeros(op: Op, i: int) -> np.ndarray:
     t = op.result_types[i]
     assert isinstance(t, TensorType)
-    return np.zeros(t.shape, dtype=t.element.dtype)
+    return np.zeros(t.static_shape, dtype=t.element.dtype)
 
 
 def _not_in_group(op: Op, ctx: Context) -> TlcError:
@@ -102,7 +103,7 @@ def reduce_scatter(op: Op, args: list, ctx: Context) -> list:
     if group is None:
         raise _not_in_group(op, ctx)
     (full,) = ctx.reducer(op).allreduce(ctx.transport, group, args)
-    parts = np.split(full, len(group), axis=int(op.attr("scatter_dimension")))
+    parts = np.split(full, len(group), axis=op.int_attr("scatter_dimension"))
     return [np.ascontiguousarray(parts[group.index(ctx.grid.rank)])]
 
 
@@ -111,7 +112,7 @@ def all_gather(op: Op, args: list, ctx: Context) -> list:
     group = _group(op, ctx)
     if group is None:
         raise _not_in_group(op, ctx)
-    dim = int(op.attr("all_gather_dim"))
+    dim = op.int_attr("all_gather_dim")
     out = []
     for x in args:
         stacked = ctx.transport.allgather(group, x)
@@ -125,8 +126,8 @@ def all_to_all(op: Op, args: list, ctx: Context) -> list:
     group = _group(op, ctx)
     if group is None:
         raise _not_in_group(op, ctx)
-    split, concat = int(op.attr("split_dimension")), int(op.attr("concat_dimension"))
-    count = int(op.attr("split_count"))
+    split, concat = op.int_attr("split_dimension"), op.int_attr("concat_dimension")
+    count = op.int_attr("split_count")
     if count != len(group):
         raise TlcError(f"{op.loc}: error: '{op.name}': split_count {count} differs from "
                        f"the process group size {len(group)}")
@@ -162,7 +163,7 @@ def collective_permute(op: Op, args: list, ctx: Context) -> list:
     me = ctx.grid.rank
     sends = [(t, args[0]) for s, t in ranks if s == me]
     out = _zeros(op, 0)
-    recvs = [(s, out) for s, t in ranks if t == me]
+    recvs: list[tuple[int | None, np.ndarray]] = [(s, out) for s, t in ranks if t == me]
     ctx.transport.exchange(sends, recvs, PERMUTE_TAG)
     return [out]
 
@@ -203,7 +204,7 @@ def recv(op: Op, args: list, ctx: Context) -> list:
     if op.attr("source_target_pairs") is not None:
         sources = [s for s, t in _pair_ranks(op) if t == me]
         source = sources[0] if sources else None
-    out = []
+    out: list[np.ndarray | None] = []
     for i, t in enumerate(op.result_types):
         if isinstance(t, TensorType):
             buf = _zeros(op, i)
@@ -233,5 +234,11 @@ def run_host_op(op: Op, args: list, ctx: Context) -> list:
     data = [a for a, v in zip(args, op.operands, strict=True)
             if isinstance(v.type, TensorType)]
     results = HOST_OPS[op.name](op, data, ctx)
-    return [r if r is None else np.asarray(r, dtype=t.element.dtype)
+    return [r if r is None else _as_result(r, t)
             for r, t in zip(results, op.result_types, strict=True)]
+
+
+def _as_result(value: Any, t: Type) -> np.ndarray:
+    """A host op's result as an array of its tensor type ``t`` (a token's is None)."""
+    assert isinstance(t, TensorType), t
+    return np.asarray(value, dtype=t.element.dtype)

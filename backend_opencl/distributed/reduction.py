@@ -10,6 +10,8 @@ over the gathered operands in group order.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from backend_opencl.distributed.transport import Transport
@@ -17,6 +19,9 @@ from frontend.ir.attrs import DenseArrayAttr
 from frontend.ir.core import Block, Func, Module, Op, Region, Value
 from frontend.ir.types import TensorType
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from backend_opencl.exec.executable import Executable
 
 _PLAIN = {
     "stablehlo.add": ("SUM", np.add),
@@ -65,7 +70,7 @@ class Reducer:
         self.op = op
         self.device = device
         self.plain = plain_ops(op)
-        self.folds: dict[int, object] = {}
+        self.folds: dict[int, Executable] = {}
 
     def allreduce(self, transport: Transport, group: list[int], args: list) -> list:
         """The reduction of ``args`` over ``group``, on every member."""
@@ -103,7 +108,7 @@ class Reducer:
             (out,) = exe(np.ascontiguousarray(out), np.ascontiguousarray(row))
         return np.asarray(out)
 
-    def _map_executable(self, i: int) -> object:
+    def _map_executable(self, i: int) -> Executable:
         exe = self.folds.get(i)
         if exe is None:
             from backend_opencl.api.compiler import compile_stablehlo_program

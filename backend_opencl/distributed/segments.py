@@ -110,7 +110,7 @@ def _bind_process_ids(block: Block, grid: ProcessGrid) -> None:
         if op.name in ids:
             t = op.result_types[0]
             assert isinstance(t, TensorType)
-            value = np.asarray(ids[op.name], dtype=t.element.dtype).reshape(t.shape)
+            value = np.asarray(ids[op.name], dtype=t.element.dtype).reshape(t.static_shape)
             op.name, op.attrs, op.regions = "stablehlo.constant", {
                 "value": DenseElementsAttr(t, value)}, []
 

@@ -101,7 +101,7 @@ class Executable(Protocol):
         """Its runtime."""
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
         """Its device."""
 
     @property
@@ -122,7 +122,7 @@ class KernelRuntime(Protocol):
     """What a module's kernels need of a runtime: builds, argument binding, launches."""
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
         """The device (a ``runtime.Device`` or a ``SyclDevice``)."""
 
     def build(self, source: str, names: Sequence[str]) -> Built:
@@ -167,7 +167,7 @@ class PlanRuntime(Protocol):
     """
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
         """The device."""
 
     def max_bytes(self) -> int:

@@ -122,9 +122,10 @@ PROFILE = Profile()
 _REGISTERED: list[bool] = []
 
 
-def queue_properties(cl: Any) -> int:
+def queue_properties(cl: Any) -> Any:
     """The properties of a new command queue: profiling when this process profiles (and
-    then the report is printed at exit)."""
+    then the report is printed at exit); a bit mask as pyopencl takes it (its annotation
+    asks for the flag type, whose values cannot be combined)."""
     if not enabled():
         return 0
     if not _REGISTERED:

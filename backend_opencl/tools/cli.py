@@ -120,6 +120,10 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     """``tlc tune FILE``: time register-block candidates of the file's kernels (a
     StableHLO file's, as ``tlc run`` compiles them) on the device, cache the best."""
@@ -128,7 +132,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     program = _kernels(args)
     try:
         winners = tune(program, device=args.device, groups=args.groups, top=args.top,
-                       progress=lambda line: sys.stderr.write(line + "\n"))
+                       progress=_to_stderr)
     except OSError as err:  # the cache file: the rest of tuning is device work
         raise TlcError(f"{err.filename}: error: cannot write the tune cache: "
                        f"{err.strerror}") from None

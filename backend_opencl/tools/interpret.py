@@ -35,11 +35,12 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 import frontend
+from frontend.ir.attrs import DenseElementsAttr
 from frontend.ir.core import Func, Module, Op
 from frontend.ir.types import TensorType
 from tensorlang.diagnostics import TlcError
@@ -80,7 +81,7 @@ def run_file(text: str, filename: str, session: Session | None = None) -> Outcom
 
 def run_function(part: Module, func: Func, session: Session) -> str | None:
     """Run one function; None when all its checks pass, else the first failure."""
-    if any(op.name == "interpreter.run_parallel" for op in func.body.block.ops):  # type: ignore
+    if any(op.name == "interpreter.run_parallel" for op in _ops(func)):
         return _run_driver(part, func, session)
     from frontend.lower.interpreter_ops import infeed_queue
 
@@ -97,7 +98,7 @@ def _compile_and_run(part: Module, name: str, inputs: Sequence[np.ndarray],
 
     lowered = lower_function(part, name)
     exe = compile_lowered(lowered, device=session.device)
-    got = list(exe(*inputs))
+    got: list[Any] = list(exe(*inputs))  # arrays, None for a token
     n = len(lowered.func.result_types)
     return got[:n], list(zip(lowered.checks, got[n:], strict=True))
 
@@ -166,9 +167,9 @@ def _serialized(session: Session, rec: Any, value: np.ndarray) -> str | None:
 def _run_driver(part: Module, func: Func, session: Session) -> str | None:
     """Evaluate ``func`` op by op: constants, tokens, run_parallel and checks."""
     env: dict[Any, Any] = {}
-    for op in func.body.block.ops:  # type: ignore[union-attr]
+    for op in _ops(func):
         if op.name == "stablehlo.constant":
-            env[op.result] = np.asarray(op.attrs["value"].array)  # type: ignore[attr-defined]
+            env[op.result] = np.asarray(op.attr_of("value", DenseElementsAttr).array)
         elif op.name in ("stablehlo.after_all", "stablehlo.create_token"):
             env[op.result] = None
         elif op.name == "interpreter.run_parallel":
@@ -190,18 +191,37 @@ def _host_check(op: Op, env: dict[Any, Any]) -> str | None:
     kind = op.name.split("expect_")[1].removesuffix("_const")
     got = np.asarray(env[op.operands[0]])
     if "expected" in op.attrs:
-        want = np.asarray(op.attrs["expected"].array)  # type: ignore[attr-defined]
+        want = np.asarray(op.attr_of("expected", DenseElementsAttr).array)
     else:
         want = np.asarray(env[op.operands[1]])
     tol = op.attr("tolerance", op.attr("max_ulp_difference"))
-    why = compare(kind, got, want, None if tol is None else float(tol))
+    why = compare(kind, got, want, None if tol is None else float(cast(float, tol)))
     return f"{op.name} at {op.loc}: {why}" if why else None
+
+
+def _ops(func: Func) -> list[Op]:
+    """The ops of a function with a body (the functions a test file runs have one)."""
+    assert func.body is not None, func.name
+    return func.body.block.ops
+
+
+def _programs(op: Op) -> list[list[str]]:
+    """The process grid of ``interpreter.run_parallel``: function names by row."""
+    rows = op.attr("programs")
+    assert isinstance(rows, list), rows  # the verifier checked an array of arrays
+    programs = []
+    for row in rows:
+        assert isinstance(row, list), row
+        programs.append([str(p) for p in row])
+    return programs
 
 
 def _run_parallel(part: Module, op: Op, inputs: list[Any], session: Session) -> list[Any]:
     """The results of ``interpreter.run_parallel`` (None for tokens)."""
-    programs = [[str(p) for p in row] for row in op.attr("programs")]  # type: ignore
-    infeed = [_call_queue(part, str(name), session) for name in op.attr("infeed", []) or []]
+    programs = _programs(op)
+    names = op.attr("infeed") or []
+    assert isinstance(names, list), names  # the verifier checked an array of symbols
+    infeed = [_call_queue(part, str(name), session) for name in names]
     if len(programs) == 1 and len(programs[0]) == 1:
         return _run_one(part, programs[0][0], inputs, infeed, session)
     try:

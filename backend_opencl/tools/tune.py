@@ -94,10 +94,10 @@ def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
          top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, Choice]:
     """Measure the best ``top`` modelled register blocks of each kernel (each staged and
     not when an operand is transposed); cache the winners."""
-    from backend_opencl.api.compiler import as_program, compile_program, device_of
+    from backend_opencl.api.compiler import as_program, compile_program, device_of, facts_of
     from backend_opencl.emit.target import target_from_device
 
-    prog, dev = as_program(program), device_of(device)
+    prog, dev = as_program(program), facts_of(device_of(device))  # measured through pyopencl
     base = target_from_device(dev)
     tuned: dict[str, list[int]] = {}
     winners: dict[str, Choice] = {}

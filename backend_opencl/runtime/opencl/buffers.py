@@ -6,13 +6,16 @@ On CPU devices numpy memory itself can be a device array (:class:`HostArray`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from backend_opencl.runtime.profile import PROFILE, enabled
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.opencl.devices import Device
 
 _WRITES = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
 _READS = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
@@ -26,7 +29,7 @@ class HostArray:
     __slots__ = ("base_data", "host", "queue", "_view")
     offset = 0
 
-    def __init__(self, device: Any, host: np.ndarray, writes: bool) -> None:
+    def __init__(self, device: Device, host: np.ndarray, writes: bool) -> None:
         self._set(device.context, device.queue, host, writes)
 
     @classmethod
@@ -60,7 +63,7 @@ class HostArray:
         return self.host.nbytes
 
 
-def alloc(device: Any, dtype: np.dtype, n: int, poison: bool = False) -> Any:
+def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> Any:
     """A flat device array of ``max(n, 1)`` elements: uninitialized, or all bytes 0xFF
     when ``poison`` (tests use it to catch elements a kernel forgets to write)."""
     dtype = np.dtype(dtype)
@@ -70,7 +73,7 @@ def alloc(device: Any, dtype: np.dtype, n: int, poison: bool = False) -> Any:
     return raw.view(dtype)
 
 
-def upload(device: Any, host: np.ndarray) -> Any:
+def upload(device: Device, host: np.ndarray) -> Any:
     """A flat device array holding ``host``'s elements in row-major order."""
     flat = np.ascontiguousarray(host).reshape(-1)
     arr = alloc(device, flat.dtype, flat.size)
@@ -116,7 +119,7 @@ def read_async(queue: Any, arr: Any, host: np.ndarray) -> Any:
                            is_blocking=False)
 
 
-def copy(device: Any, dst: Any, src: Any) -> Any:
+def copy(device: Device, dst: Any, src: Any) -> Any:
     """Copy ``src``'s elements into ``dst`` on the device; return the copy's event (None
     when there is nothing to copy)."""
     nbytes = min(dst.nbytes, src.nbytes)

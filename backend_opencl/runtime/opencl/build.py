@@ -20,7 +20,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyopencl as cl
 from pyopencl.characterize import has_src_build_cache
@@ -29,6 +29,9 @@ from backend_opencl import diskcache
 from backend_opencl.memo import Memo
 from backend_opencl.runtime.errors import DeviceError
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.opencl.devices import Device
 
 LOG_ENV = "TLC_BUILD_LOG"
 """Set to 1 to print the OpenCL compiler's output (warnings) of every build to stderr."""
@@ -62,7 +65,7 @@ def cache_directory() -> str | None:
     return None if folder is None else str(folder)
 
 
-def _binary_entry(device: Any, source: str, options: tuple[str, ...],
+def _binary_entry(device: Device, source: str, options: tuple[str, ...],
                   folder: str | None) -> Path | None:
     """pyopencl's cache entry for this build; None when it keeps none (no folder, or the
     driver caches builds itself: PoCL, NVIDIA) or its key cannot be derived (then the
@@ -80,7 +83,7 @@ def _binary_entry(device: Any, source: str, options: tuple[str, ...],
         return None
 
 
-def build_program(device: Any, source: str, options: tuple[str, ...] = (),
+def build_program(device: Device, source: str, options: tuple[str, ...] = (),
                   kernel_names: tuple[str, ...] = ()) -> Any:
     """The built program for ``source`` on ``device`` (a ``runtime.Device``), cached."""
     key = (device.key, hashlib.sha256(source.encode()).hexdigest(), tuple(options))
@@ -97,7 +100,7 @@ def build_program(device: Any, source: str, options: tuple[str, ...] = (),
         return program
 
 
-def _build(device: Any, source: str, options: tuple[str, ...],
+def _build(device: Device, source: str, options: tuple[str, ...],
            kernel_names: tuple[str, ...]) -> Any:
     program = cl.Program(device.context, source)
     folder = cache_directory()
@@ -109,8 +112,8 @@ def _build(device: Any, source: str, options: tuple[str, ...],
             # shown with TLC_BUILD_LOG=1, and a failed build quotes the whole log.
             warnings.simplefilter("ignore", cl.CompilerWarning)
             # False, not None: None would be pyopencl's own folder (~/.cache/pyopencl).
-            built = program.build(options=list(options), devices=[device.cl_device],
-                                  cache_dir=folder or False)
+            cache: dict[str, Any] = {"cache_dir": folder or False}  # see memory._NO_CACHE
+            built = program.build(options=list(options), devices=[device.cl_device], **cache)
     except cl.Error as err:
         if "unknown target CPU" in str(err):
             raise _unknown_cpu(device) from None
@@ -128,7 +131,7 @@ def _build(device: Any, source: str, options: tuple[str, ...],
     return built
 
 
-def _unknown_cpu(device: Any) -> DeviceError:
+def _unknown_cpu(device: Device) -> DeviceError:
     """The driver's LLVM predates this CPU (PyPI's PoCL 3.0 on AMD Zen 5): it builds nothing."""
     return DeviceError(
         f"error: the OpenCL driver of {device.name!r} cannot compile for this CPU (its LLVM does "
@@ -137,7 +140,7 @@ def _unknown_cpu(device: Any) -> DeviceError:
         "docs/devices.md")
 
 
-def _print_log(program: Any, device: Any, kernel_names: tuple[str, ...]) -> None:
+def _print_log(program: Any, device: Device, kernel_names: tuple[str, ...]) -> None:
     log = program.get_build_info(device.cl_device, cl.program_build_info.LOG).strip()
     if log:
         names = ", ".join(kernel_names) or "<unknown>"

@@ -28,7 +28,7 @@ from backend_opencl.exec.arguments import (
     max_groups,
     member_layout,
 )
-from backend_opencl.exec.runtime import Binder
+from backend_opencl.exec.runtime import Binder, Writeback
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, build, device_groups, launch, memory
 from backend_opencl.runtime.opencl.devices import Device
@@ -55,7 +55,7 @@ class OpenCLBuilt:
         return OpenCLKernel(launch.get_kernel(self.program, c_name))
 
 
-def max_allocation(device: Any) -> int:
+def max_allocation(device: Device) -> int:
     """The device's largest buffer in bytes (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``; 0: unknown)."""
     return int(getattr(device.cl_device, "max_mem_alloc_size", 0) or 0)
 
@@ -125,12 +125,14 @@ class OpenCLKernels:
         profile.PROFILE.call(seconds)
 
 
-Writeback = Callable[[], None] | None
+ContextBinder = Callable[[Any, Any], tuple[list[Any], Writeback | None]]
+"""Binds a checked argument given the context and queue (how the binders of
+:func:`_memref_binder` and :func:`_group_binder` are called)."""
 
 
 def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
                    align: int = 0, context: Any = None, max_bytes: int = 0,
-                   anywhere: bool = True) -> Callable[[Any, Any], tuple[list[Any], Writeback]]:
+                   anywhere: bool = True) -> ContextBinder:
     shape, strides, span = array_layout(value, t, where)
     check_allocation(span * value.dtype.itemsize, max_bytes, where)
     dims = [np.int64(v) for v in dynamic_values(t, arg, shape, strides)]
@@ -145,7 +147,7 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
         raise LaunchError(f"{where}: the kernel writes this argument but the array is "
                           "read-only")
 
-    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback]:
+    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback | None]:
         buf, back = memory.upload(ctx, queue, value, span, writes, align, anywhere)
         return [buf] + dims, back
 
@@ -153,8 +155,8 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
 
 
 def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-                  num_groups: int, svm: bool, device: Any, align: int = 0,
-                  max_bytes: int = 0) -> Callable[[Any, Any], tuple[list[Any], Writeback]]:
+                  num_groups: int, svm: bool, device: Device, align: int = 0,
+                  max_bytes: int = 0) -> ContextBinder:
     """Check a group argument (a list, tuple or :class:`Group` of numpy arrays or of
     pyopencl arrays) and return how to bind it (``align``: numpy members aligned to it
     are used in place, see :func:`memory.upload_group`)."""
@@ -168,7 +170,7 @@ def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: boo
     if writes and not on_device and not all(m.flags.writeable for m in members):
         raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
 
-    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback]:
+    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback | None]:
         spans = [span for _, _, span in layouts]
         if on_device:
             args, keep, back = device_groups.bind_device_group(ctx, queue, members, spans,
@@ -184,7 +186,7 @@ def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: boo
     return bind
 
 
-def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device: Any) -> bool:
+def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device: Device) -> bool:
     """True when the members are pyopencl arrays (of ``device``'s context), False when
     they are numpy arrays; LaunchError for a mix."""
     if all(type(m) is np.ndarray for m in members):  # the common case, quickly
@@ -212,7 +214,7 @@ def _array_kind(value: Any) -> str | None:
     return "numpy" if isinstance(value, np.ndarray) else None
 
 
-def _keep_alive(back: Writeback, keep: list[Any]) -> Callable[[], None]:
+def _keep_alive(back: Writeback | None, keep: list[Any]) -> Callable[[], None]:
     def run() -> None:
         if back is not None:
             back()

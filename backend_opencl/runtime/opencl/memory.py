@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyopencl as cl
@@ -30,6 +30,9 @@ import pyopencl.array as cl_array
 
 from backend_opencl.runtime.host import aligned_empty, host_span
 from backend_opencl.runtime.profile import PROFILE, enabled
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.opencl.devices import Device
 
 Writeback = Callable[[], None]
 MEMBER_ALIGN = 128
@@ -49,13 +52,13 @@ it otherwise, at every launch (``elementwise_chain`` with 16-byte aligned numpy 
 7-13 ms a call against 1.3 ms page-aligned)."""
 
 
-def binds_anywhere(device: Any) -> bool:
+def binds_anywhere(device: Device) -> bool:
     """Whether numpy arrays bind in place at any element-aligned address, read or written
     (PoCL uses a misaligned host pointer as it is; other drivers copy it)."""
     return bool(device.is_pocl)
 
 
-def host_alignment(device: Any) -> int:
+def host_alignment(device: Device) -> int:
     """The byte alignment at which numpy memory binds in place on ``device``, or 0 when
     arrays are copied (not a CPU, ``TLC_ZERO_COPY=0``, or host memory proved not shared).
 
@@ -81,7 +84,7 @@ _NO_CACHE: dict[str, Any] = {"cache_dir": False}
 ``str | None``, but None would be its own folder, ~/.cache/pyopencl)."""
 
 
-def _probe(device: Any, align: int) -> bool:
+def _probe(device: Device, align: int) -> bool:
     """Whether host memory and a USE_HOST_PTR buffer over it are the same memory."""
     try:
         # cache_dir=False: no entry in pyopencl's own folder, outside tlc's cache
