@@ -277,7 +277,7 @@ def _value(value: HostValue | None, names: dict[int, int]) -> HostValue | None:
 def kernels_renamed(steps: tuple[Step, ...] | list[Step],
                     names: dict[str, str]) -> tuple[Step, ...]:
     """``steps`` (nested ones included) with every launch of a kernel named in ``names``
-    launching ``names[kernel]`` instead (kernels merged as equal, frontend/lower/dedup)."""
+    launching ``names[kernel]`` instead (kernels merged as equal, frontend/lower/core/dedup)."""
     def one(step: Step) -> Step:
         if isinstance(step, Launch):
             return replace(step, kernel=names.get(step.kernel, step.kernel))

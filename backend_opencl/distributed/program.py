@@ -21,7 +21,7 @@ from backend_opencl.distributed.segments import (
 from backend_opencl.distributed.transport import Transport
 from frontend.ir.core import Module, Value, walk
 from frontend.ir.types import TensorType
-from frontend.lower.inline import inline_calls
+from frontend.lower.core.inline import inline_calls
 from tensorlang.diagnostics import TlcError
 
 _COUNT = re.compile(r"mhlo\.num_(replicas|partitions)\s*=\s*(\d+)")

@@ -18,7 +18,7 @@ from backend_opencl.distributed.grid import ProcessGrid
 from frontend.ir.attrs import DenseElementsAttr
 from frontend.ir.core import Block, Func, Module, Op, Region, Value, walk
 from frontend.ir.types import TensorType
-from frontend.lower.inline import inline_calls
+from frontend.lower.core.inline import inline_calls
 from tensorlang.diagnostics import TlcError
 
 HOST_OPS = frozenset({

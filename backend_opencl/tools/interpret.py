@@ -3,8 +3,8 @@
 
 Every module of the file (split on ``// -----``) is parsed, and each of its public
 functions without arguments is compiled and run on the OpenCL device.  Its ``check.*``
-ops (:mod:`frontend.lower.checks`) and the interpreter's own ops
-(:mod:`frontend.lower.interpreter_ops`) come back as extra results and are evaluated
+ops (:mod:`frontend.lower.families.checks`) and the interpreter's own ops
+(:mod:`frontend.lower.families.interpreter_ops`) come back as extra results and are evaluated
 here, in program order:
 
 * ``check.expect_*``: compared with the expected value (a failing check fails the
@@ -15,7 +15,7 @@ here, in program order:
   ``[A-Za-z0-9_.-]`` in the id become ``_``) and listed in ``<probe_dir>/index.csv``
   (``probe_id,iteration,file,type``); ``check.expect_serialized_eq`` compares with it.
   A probe inside a loop body saves every iteration (up to
-  ``frontend.lower.interpreter_ops.PROBE_ITERATIONS``);
+  ``frontend.lower.families.interpreter_ops.PROBE_ITERATIONS``);
 * ``stablehlo.outfeed``: the tensors are collected (``--outfeed OUT.npz`` writes them as
   ``out0, out1, ...``); ``stablehlo.infeed`` takes ``in0, in1, ...`` of ``--infeed``.
 
@@ -83,7 +83,7 @@ def run_function(part: Module, func: Func, session: Session) -> str | None:
     """Run one function; None when all its checks pass, else the first failure."""
     if any(op.name == "interpreter.run_parallel" for op in _ops(func)):
         return _run_driver(part, func, session)
-    from frontend.lower.interpreter_ops import infeed_queue
+    from frontend.lower.families.interpreter_ops import infeed_queue
 
     with infeed_queue(session.infeed):
         _, records = _compile_and_run(part, func.name.strip('"'), [], session)
@@ -244,7 +244,7 @@ def _call_queue(part: Module, name: str, session: Session) -> list[np.ndarray]:
 def _run_one(part: Module, name: str, inputs: list[Any], infeed: list[list[np.ndarray]],
              session: Session) -> list[Any]:
     """One process, here: a wrapper without token parameters or results calls ``name``."""
-    from frontend.lower.interpreter_ops import infeed_queue
+    from frontend.lower.families.interpreter_ops import infeed_queue
 
     name = name.lstrip("@")
     callee = part.func(name)

@@ -1,7 +1,9 @@
 """Verifier: checks every op against its table entry and the spec's (Cn) constraints.
 
 Messages read ``'stablehlo.dot_general' (C12): ...`` at the op's location.  The
-families live in sibling modules and register themselves in :data:`VERIFIERS`.
+families live in sibling modules named as the lowering's (:mod:`frontend.lower.families`:
+``verify/window.py`` checks the ops ``lower/families/window`` lowers, as far as both have
+them) and register themselves in :data:`VERIFIERS` (:func:`common.verifies`).
 """
 
 from __future__ import annotations
@@ -13,17 +15,23 @@ from frontend.ir.core import Func, Module, Op, Region
 from frontend.ir.ops import ATTR_KINDS, OPS, VARIADIC, required_attrs
 from frontend.ir.types import format_results
 from frontend.verify import (  # noqa: F401 - modules register their verifiers
-    chlo_ops,
+    batchnorm,
+    checks,
     collective,
     control,
+    conv,
     dot,
     dynamic,
     elementwise,
-    gather,
+    fft,
     interpreter_ops,
-    misc,
+    linalg,
+    quant,
+    reduce,
+    rng,
+    scatter_gather,
     shape,
-    values,
+    sort,
     window,
 )
 from frontend.verify.common import VERIFIERS, fail

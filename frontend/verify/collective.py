@@ -1,5 +1,5 @@
 """Collective ops: all_gather, all_reduce, reduce_scatter, all_to_all,
-collective_permute and collective_broadcast.
+collective_permute and collective_broadcast; replica_id, partition_id and after_all.
 
 The process counts (``num_replicas``, ``num_partitions``) are not known to a module,
 so the rules that need them are checked only as far as the attributes allow.
@@ -10,9 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from frontend.ir.core import Op
-from frontend.ir.types import IntegerType, TensorType
-from frontend.verify.common import dims, fail, in_range, shapes_ok, tensor, types_ok, verifies
-from frontend.verify.control import region_results
+from frontend.ir.types import IntegerType, TensorType, TokenType
+from frontend.verify.common import (
+    dims,
+    fail,
+    in_range,
+    region_results,
+    shapes_ok,
+    tensor,
+    types_ok,
+    verifies,
+)
 
 
 def _groups(op: Op, name: str = "replica_groups") -> np.ndarray | None:
@@ -207,3 +215,21 @@ def _same_type(op: Op, rule: str) -> None:
     v, r = op.operands[0], op.result_types[0]
     if not types_ok(v.type, r):
         fail(op, rule, f"result type {r} must equal the operand type {v.type}", v)
+
+
+@verifies("replica_id", "partition_id")
+def verify_ids(op: Op) -> None:
+    """The result is tensor<ui32>."""
+    want = TensorType((), IntegerType(32, unsigned=True))
+    if op.result_types[0] != want:
+        fail(op, "", f"result must be {want}, got {op.result_types[0]}")
+
+
+@verifies("after_all")
+def verify_after_all(op: Op) -> None:
+    """Operands and result are tokens."""
+    for v in op.operands:
+        if not isinstance(v.type, TokenType):
+            fail(op, "", f"inputs must be !stablehlo.token, got {v.type}", v)
+    if not isinstance(op.result_types[0], TokenType):
+        fail(op, "", f"result must be !stablehlo.token, got {op.result_types[0]}")

@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from frontend.ir.core import Op, Value
+from frontend.ir.core import Op, Region, Value
 from frontend.ir.types import QuantizedType, TensorType, Type
 from tensorlang.diagnostics import CompileError, note
 
@@ -101,3 +101,16 @@ def unique(op: Op, rule: str, name: str, values: Sequence[int]) -> None:
     """No value repeats."""
     if len(set(values)) != len(values):
         fail(op, rule, f"{name} must be unique, got {list(values)}")
+
+
+def region_results(op: Op, region: Region, what: str) -> list[Type]:
+    """Types returned by ``region``'s ``stablehlo.return`` (a missing one is an error)."""
+    block = region.block
+    if not block.ops or block.ops[-1].name != "stablehlo.return":
+        fail(op, "", f"{what} must end with stablehlo.return")
+    return [v.type for v in block.ops[-1].operands]
+
+
+def same_types(a: list[Type], b: list[Type]) -> bool:
+    """Whether ``a`` and ``b`` are equally long and pairwise compatible (:func:`types_ok`)."""
+    return len(a) == len(b) and all(types_ok(x, y) for x, y in zip(a, b, strict=False))

@@ -1,12 +1,12 @@
-"""dot_general, dot and convolution."""
+"""The dot family: dot_general, dot and chlo.ragged_dot (CHLO has no numbered
+constraints: its rules are those of ChloOps.td/.cpp)."""
 
 from __future__ import annotations
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
-from frontend.ir.types import is_int
+from frontend.ir.types import IntegerType
 from frontend.verify.common import (
-    constant_value,
     dim_ok,
     dims,
     fail,
@@ -16,8 +16,7 @@ from frontend.verify.common import (
     unique,
     verifies,
 )
-from frontend.verify.quant import check_convolution, check_dot_general
-from frontend.verify.window import num_windows, padding_of, sized
+from frontend.verify.quant import check_dot_general
 
 
 @verifies("dot_general")
@@ -90,96 +89,69 @@ def verify_dot(op: Op) -> None:
         fail(op, "", f"result shape must be {dims(want)}, got {dims(r.shape)}")
 
 
-@verifies("convolution", "dynamic_conv")
-def verify_convolution(op: Op) -> None:
-    """(C1)-(C34) of convolution and dynamic_conv: attribute sizes, labels, group counts,
-    result shape, element and quantization rules."""
-    lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
-    r = tensor(op, op.result_types[0], "result")
-    n = lhs.rank
-    if lhs.rank != rhs.rank:
-        fail(op, "C1", f"lhs rank {lhs.rank} differs from rhs rank {rhs.rank}")
-    dn = op.attrs.get("dimension_numbers")
-    if not isinstance(dn, A.ConvDimsAttr):
-        fail(op, "", "needs dimension_numbers = #stablehlo.conv<...>")
-    strides = sized(op, "window_strides", n - 2, 1, ("C2", "C3"))
-    pad = padding_of(op, n - 2, "C4") if op.name == "stablehlo.convolution" else \
-        _dynamic_padding(op, n - 2)
-    lhs_dil = sized(op, "lhs_dilation", n - 2, 1, ("C5", "C6"))
-    rhs_dil = sized(op, "rhs_dilation", n - 2, 1, ("C7", "C8"))
-    rev = op.attr("window_reversal")
-    if rev is not None and len(rev) != n - 2:
-        fail(op, "C9", f"window_reversal must have {n - 2} entries, got {len(rev)}")
-    prec = op.attr("precision_config")
-    if prec is not None and len(prec) not in (0, 2):
-        fail(op, "C24", f"precision_config must have 2 entries, got {len(prec)}")
-    _check_labels(op, dn.lhs, n, "bf", "C13", "lhs")
-    _check_labels(op, dn.rhs, n, "io", "C18", "rhs")
-    _check_labels(op, dn.out, n, "bf", "C20", "result")
-    if r.rank != n:
-        fail(op, "C26", f"result rank must be {n}, got {r.rank}")
-    fgc, bgc = op.attr("feature_group_count", 1), op.attr("batch_group_count", 1)
-    if fgc <= 0:
-        fail(op, "C21", f"feature_group_count must be positive, got {fgc}")
-    if bgc <= 0:
-        fail(op, "C22", f"batch_group_count must be positive, got {bgc}")
-    if fgc != 1 and bgc != 1:
-        fail(op, "C23", "feature_group_count or batch_group_count must be 1")
-    _check_groups(op, lhs.shape, rhs.shape, dn, fgc, bgc)
-    want = [None] * n
-    want[dn.out.index("b")] = _div(lhs.shape[dn.lhs.index("b")], bgc)
-    want[dn.out.index("f")] = rhs.shape[dn.rhs.index("o")]
-    for i, (li, ri, oi) in enumerate(zip(dn.spatial(dn.lhs), dn.spatial(dn.rhs),
-                                         dn.spatial(dn.out), strict=True)):
-        k, p = rhs.shape[ri], pad[i]
-        want[oi] = None if k is None or p is None else num_windows(
-            lhs.shape[li], k, strides[i], p, lhs_dil[i], rhs_dil[i])
-    if not shapes_ok(tuple(want), r.shape):
-        fail(op, "C25", f"result shape must be {dims(want)}, got {dims(r.shape)}")
-    check_convolution(op, lhs, rhs, r, dn.rhs.index("o"), dn.out.index("f"))
+def ragged_dims(op: Op) -> dict[str, list[int]]:
+    """The six dimension lists of ``ragged_dot_dimension_numbers`` (absent ones empty)."""
+    dn = op.attrs.get("ragged_dot_dimension_numbers")
+    if dn is None:
+        fail(op, "", "needs a ragged_dot_dimension_numbers attribute")
+    get = getattr(dn, "get", None)
+    if get is None:
+        fail(op, "", f"ragged_dot_dimension_numbers must be #chlo.ragged_dot<...>, got {dn}")
+    names = ("lhs_batching_dimensions", "rhs_batching_dimensions",
+             "lhs_contracting_dimensions", "rhs_contracting_dimensions",
+             "lhs_ragged_dimensions", "rhs_group_dimensions")
+    return {n: [int(d) for d in get(n, []) or []] for n in names}
 
 
-def _dynamic_padding(op: Op, spatial: int) -> list[tuple[int, int] | None]:
-    """dynamic_conv's ``padding`` operand: (C4) shape [N - 2, 2]; values if constant."""
-    v = op.operands[2]
-    t = tensor(op, v, "padding")
-    if not is_int(t.element) or not shapes_ok((spatial, 2), t.shape):
-        fail(op, "C4", f"padding must be a {spatial}x2 integer tensor, got {t}", v)
-    const = constant_value(v)
-    if const is None or const.shape != (spatial, 2):
-        return [None] * spatial
-    return [(int(lo), int(hi)) for lo, hi in const.tolist()]
+def ragged_mode(op: Op, d: dict[str, list[int]]) -> str:
+    """``non_contracting``, ``contracting`` or ``batch``: where the ragged dimension is."""
+    (ragged,) = d["lhs_ragged_dimensions"]
+    if ragged in d["lhs_contracting_dimensions"]:
+        return "contracting"
+    if ragged in d["lhs_batching_dimensions"]:
+        return "batch"
+    return "non_contracting"
 
 
-def _div(a: int | None, b: int) -> int | None:
-    return None if a is None else a // b
-
-
-def _check_labels(op: Op, labels: tuple[str, ...], n: int, letters: str, rule: str,
-                  what: str) -> None:
-    spatial = sorted(int(x) for x in labels if x.isdigit())
-    ok = (len(labels) == n and all(labels.count(c) == 1 for c in letters)
-          and spatial == list(range(n - 2)))
-    if not ok:
-        fail(op, rule, f"{what} dimension numbers [{', '.join(labels)}] must name "
-                       f"{', '.join(letters)} and spatial dimensions 0..{n - 3} once each")
-
-
-def _check_groups(op: Op, lhs: tuple, rhs: tuple, dn: A.ConvDimsAttr, fgc: int,
-                  bgc: int) -> None:
-    batch, feat = lhs[dn.lhs.index("b")], lhs[dn.lhs.index("f")]
-    kin, kout = rhs[dn.rhs.index("i")], rhs[dn.rhs.index("o")]
-    if batch is not None and batch % bgc:
-        fail(op, "C10", f"input batch dimension {batch} is not divisible by "
-                        f"batch_group_count {bgc}")
-    if feat is not None and feat % fgc:
-        fail(op, "C11", f"input feature dimension {feat} is not divisible by "
-                        f"feature_group_count {fgc}")
-    if feat is not None and kin is not None and kin != feat // fgc:
-        fail(op, "C14", f"kernel input feature dimension must be {feat // fgc}, got {kin}")
-    if kout is not None and kout % bgc:
-        fail(op, "C15", f"kernel output feature dimension {kout} is not divisible by "
-                        f"batch_group_count {bgc}")
-    if kout is not None and kout % fgc:
-        fail(op, "C16", f"kernel output feature dimension {kout} is not divisible by "
-                        f"feature_group_count {fgc}")
+@verifies("chlo.ragged_dot")
+def verify_ragged_dot(op: Op) -> None:
+    """Dimension numbers as dot_general's plus one lhs ragged dimension; a group dimension
+    of rhs exactly in the non-contracting mode; group_sizes of shape [g] or the lhs batch
+    dimensions then [g]; the result shape of the mode."""
+    lhs, rhs, gs = (tensor(op, v, n) for v, n in zip(
+        op.operands, ("lhs", "rhs", "group_sizes"), strict=True))
+    res = tensor(op, op.result_types[0], "result")
+    d = ragged_dims(op)
+    lb, rb = d["lhs_batching_dimensions"], d["rhs_batching_dimensions"]
+    lc, rc = d["lhs_contracting_dimensions"], d["rhs_contracting_dimensions"]
+    groups = d["rhs_group_dimensions"]
+    in_range(op, "", "lhs dimension", lb + lc + d["lhs_ragged_dimensions"], lhs.rank)
+    in_range(op, "", "rhs dimension", rb + rc + groups, rhs.rank)
+    if len(d["lhs_ragged_dimensions"]) != 1:
+        fail(op, "", "there must be exactly one lhs_ragged_dimension")
+    if len(set(lb + lc)) != len(lb + lc) or len(set(rb + rc + groups)) != len(rb + rc + groups):
+        fail(op, "", "a dimension appears twice in ragged_dot_dimension_numbers")
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        fail(op, "", "lhs and rhs must have as many batching and contracting dimensions")
+    for a, b in zip(lb + lc, rb + rc, strict=True):
+        if not shapes_ok([lhs.shape[a]], [rhs.shape[b]]):
+            fail(op, "", f"lhs dimension {a} ({lhs.shape[a]}) and rhs dimension {b} "
+                         f"({rhs.shape[b]}) must have the same size")
+    if not isinstance(gs.element, IntegerType) or gs.element.width == 1:
+        fail(op, "", f"group_sizes must be integers, got {gs.element}")
+    mode = ragged_mode(op, d)
+    if (mode == "non_contracting") != (len(groups) == 1) or len(groups) > 1:
+        fail(op, "", "rhs_group_dimensions must hold one dimension when the ragged dimension "
+                     "is a non-contracting one, and none otherwise")
+    g = rhs.shape[groups[0]] if groups else gs.shape[-1] if gs.rank else None
+    batch_gs = tuple(lhs.shape[i] for i in lb) + (g,)
+    if not (shapes_ok(gs.shape, (g,)) or shapes_ok(gs.shape, batch_gs)):
+        fail(op, "", f"group_sizes must have shape {dims((g,))} or {dims(batch_gs)}, got "
+                     f"{dims(gs.shape)}")
+    lf = [i for i in range(lhs.rank) if i not in lb + lc]
+    rf = [i for i in range(rhs.rank) if i not in rb + rc + groups]
+    shape = tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf)
+    if mode == "contracting":
+        shape = (g,) + shape
+    if not shapes_ok(shape, res.shape):
+        fail(op, "", f"result shape must be {dims(shape)}, got {dims(res.shape)}")

@@ -1,9 +1,10 @@
-"""Elementwise ops: same shapes, the element types each op allows, compare and select."""
+"""Elementwise ops: same shapes, the element types each op allows, compare and select,
+clamp, map, reduce_precision, bitcast_convert and chlo's unary ops and mulhi."""
 
 from __future__ import annotations
 
 from frontend.ir.core import Op
-from frontend.ir.ops import _BINARY, _UNARY
+from frontend.ir.ops import _BINARY, _CHLO_UNARY, _UNARY
 from frontend.ir.types import (
     ComplexType,
     FloatType,
@@ -15,7 +16,16 @@ from frontend.ir.types import (
     is_float,
     is_int,
 )
-from frontend.verify.common import baseline_element, dims, fail, shapes_ok, tensor, verifies
+from frontend.verify.common import (
+    baseline_element,
+    dims,
+    fail,
+    region_results,
+    shapes_ok,
+    tensor,
+    types_ok,
+    verifies,
+)
 from frontend.verify.quant import check_add, uses_quantized
 
 _FLOAT_OR_COMPLEX = {"cbrt", "cosine", "exponential", "exponential_minus_one", "log",
@@ -171,3 +181,82 @@ def _storage(e: object) -> object:
 def _bits(e: object) -> int | None:
     b = getattr(e, "bits", None)
     return b if isinstance(b, int) else None
+
+
+@verifies("clamp")
+def verify_clamp(op: Op) -> None:
+    """(C1)-(C4) of clamp."""
+    lo, x, hi = (tensor(op, v, n) for v, n in zip(op.operands, ("min", "operand", "max"),
+                                                   strict=True))
+    r = tensor(op, op.result_types[0], "result")
+    for t, rule, name in ((lo, "C1", "min"), (hi, "C2", "max")):
+        if t.rank != 0 and not shapes_ok(t.shape, x.shape):
+            fail(op, rule, f"{name} must be a scalar or have the operand's shape "
+                           f"{dims(x.shape)}, got {dims(t.shape)}")
+    if not baseline_element(lo) == baseline_element(x) == baseline_element(hi):
+        fail(op, "C3", f"min, operand and max element types differ: {lo.element}, "
+                       f"{x.element}, {hi.element}")
+    if x.element != r.element or not shapes_ok(x.shape, r.shape):
+        fail(op, "C4", f"result type {r} must equal the operand type {x}")
+
+
+@verifies("reduce_precision")
+def verify_reduce_precision(op: Op) -> None:
+    """(C1) result type, (C2) exponent_bits >= 1, (C3) mantissa_bits >= 0."""
+    if not types_ok(op.operands[0].type, op.result_types[0]):
+        fail(op, "C1", "result type must equal the operand type")
+    if op.attr("exponent_bits", 1) < 1:
+        fail(op, "C2", f"exponent_bits must be >= 1, got {op.attr('exponent_bits')}")
+    if op.attr("mantissa_bits", 0) < 0:
+        fail(op, "C3", f"mantissa_bits must be >= 0, got {op.attr('mantissa_bits')}")
+
+
+@verifies("map")
+def verify_map(op: Op) -> None:
+    """(C1) shapes, (C2) inputs, (C3) dimensions, (C4) computation type."""
+    ins = [tensor(op, v, "input") for v in op.operands]
+    r = tensor(op, op.result_types[0], "result")
+    if not ins:
+        fail(op, "C2", "needs at least one input")
+    for t in ins:
+        if not shapes_ok(t.shape, r.shape):
+            fail(op, "C1", f"input shape {dims(t.shape)} differs from result shape "
+                           f"{dims(r.shape)}")
+    if list(op.attr("dimensions", [])) != list(range(ins[0].rank)):
+        fail(op, "C3", f"dimensions must be {list(range(ins[0].rank))}")
+    args = [a.type for a in op.regions[0].block.args]
+    if args != [TensorType((), t.element) for t in ins]:
+        fail(op, "C4", "computation arguments must be scalars of the input element types")
+    got = region_results(op, op.regions[0], "computation")
+    if got != [TensorType((), r.element)]:
+        fail(op, "C4", f"computation must return tensor<{r.element}>")
+
+
+@verifies(*(f"chlo.{n}" for n in _CHLO_UNARY))
+def verify_chlo_unary(op: Op) -> None:
+    """Shape is kept; predicates give i1, others keep the element type (complex aside)."""
+    t = tensor(op, op.operands[0], "operand")
+    r = tensor(op, op.result_types[0], "result")
+    if not shapes_ok(t.shape, r.shape):
+        fail(op, "", f"result shape {dims(r.shape)} differs from operand shape "
+                     f"{dims(t.shape)}")
+    if op.name.startswith("chlo.is_"):
+        if r.element != IntegerType(1):
+            fail(op, "", f"result element type must be i1, got {r.element}")
+    elif r.element != t.element and not isinstance(t.element, ComplexType):
+        fail(op, "", f"result element type {r.element} differs from operand's {t.element}")
+    if not op.name.startswith("chlo.is_") and not isinstance(
+            t.element, (FloatType, ComplexType)) and op.name != "chlo.conj":
+        fail(op, "", f"operand element type must be float or complex, got {t.element}")
+
+
+@verifies("chlo.mulhi")
+def verify_mulhi(op: Op) -> None:
+    """Integer operands and result of one type."""
+    lhs, rhs = (tensor(op, v, name) for v, name in zip(op.operands, ("lhs", "rhs"),
+                                                         strict=True))
+    res = tensor(op, op.result_types[0], "result")
+    if not isinstance(lhs.element, IntegerType) or lhs.element.width == 1:
+        fail(op, "", f"operands must be integers of at least 8 bits, got {lhs.element}")
+    if not types_ok(lhs, rhs) or not types_ok(lhs, res):
+        fail(op, "", f"operands and result must have one type, got {lhs}, {rhs} -> {res}")

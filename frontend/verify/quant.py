@@ -1,7 +1,8 @@
 """Quantization rules of individual ops (add, dot_general, convolution, shape ops, ...).
 
 The family verifiers call these; each checks the rules that apply only when the op
-uses quantized tensors, plus the matching non-quantized element-type rule.
+uses quantized tensors, plus the matching non-quantized element-type rule.  The quant
+family's own ops, uniform_quantize and uniform_dequantize, are verified here too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 from frontend.ir.core import Op
 from frontend.ir.quant import is_per_axis, is_per_tensor, is_quantized
 from frontend.ir.types import QuantizedType, TensorType, is_float
-from frontend.verify.common import fail, tensor
+from frontend.verify.common import dims, fail, shapes_ok, tensor, verifies
 
 
 def uses_quantized(*types: TensorType) -> bool:
@@ -179,3 +180,26 @@ def check_uniform_quantize(op: Op, t: TensorType, r: TensorType) -> None:
     want = t.element if is_float(t.element) else _q(t).expressed
     if _q(r).expressed != want:
         fail(op, "C2", f"result expressed type must be {want}, got {_q(r).expressed}")
+
+
+@verifies("uniform_quantize")
+def verify_uniform_quantize(op: Op) -> None:
+    """(C1) shape kept, (C2) the result's expressed type."""
+    t, r = tensor(op, op.operands[0], "operand"), tensor(op, op.result_types[0], "result")
+    if not shapes_ok(t.shape, r.shape):
+        fail(op, "C1", f"result shape {dims(r.shape)} differs from operand shape "
+                       f"{dims(t.shape)}")
+    check_uniform_quantize(op, t, r)
+
+
+@verifies("uniform_dequantize")
+def verify_uniform_dequantize(op: Op) -> None:
+    """(C1) shape kept, (C2) result element = the operand's expressed type."""
+    t, r = tensor(op, op.operands[0], "operand"), tensor(op, op.result_types[0], "result")
+    if not shapes_ok(t.shape, r.shape):
+        fail(op, "C1", f"result shape {dims(r.shape)} differs from operand shape "
+                       f"{dims(t.shape)}")
+    if not isinstance(t.element, QuantizedType):
+        fail(op, "", f"operand element type must be quantized, got {t.element}")
+    if r.element != t.element.expressed:
+        fail(op, "C2", f"result element type must be {t.element.expressed}, got {r.element}")

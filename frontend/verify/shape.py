@@ -1,11 +1,11 @@
-"""Shape ops: broadcast_in_dim, reshape, transpose, concatenate, slice, iota, pad, ..."""
+"""Shape ops: constant, broadcast_in_dim, reshape, transpose, concatenate, slice, iota,
+pad, ..."""
 
 from __future__ import annotations
 
 import math
 
 from frontend.ir.core import Op
-from frontend.ir.types import TupleType
 from frontend.verify.common import (
     dim_ok,
     dims,
@@ -168,14 +168,10 @@ def verify_pad(op: Op) -> None:
         fail(op, "C4", f"result shape must be {dims(want)}, got {dims(r.shape)}")
 
 
-@verifies("get_tuple_element")
-def verify_get_tuple_element(op: Op) -> None:
-    """(C1) index in range, (C2) result type is the element's type."""
-    t = op.operands[0].type
-    if not isinstance(t, TupleType):
-        fail(op, "", f"operand must be a tuple, got {t}")
-    i = op.attr("index", 0)
-    if not 0 <= i < len(t.types):
-        fail(op, "C1", f"index {i} is out of range for {t}")
-    if op.result_types[0] != t.types[i]:
-        fail(op, "C2", f"result type must be {t.types[i]}, got {op.result_types[0]}")
+@verifies("constant")
+def verify_constant(op: Op) -> None:
+    """(C1) type(value) = type(output)."""
+    value = op.attrs["value"]
+    t = getattr(value, "type", None)
+    if t != op.result_types[0]:
+        fail(op, "C1", f"value has type {t} but the result is {op.result_types[0]}")

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
 from frontend.ir.types import IntegerType, TensorType
-from frontend.verify.common import dims, fail, shapes_ok, tensor, types_ok, verifies
-from frontend.verify.control import region_results
+from frontend.verify.common import dims, fail, region_results, shapes_ok, tensor, types_ok, verifies
 
 
 def num_windows(size: int | None, window: int, stride: int, pad: tuple[int, int],

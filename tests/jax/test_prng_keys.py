@@ -17,7 +17,7 @@ tlc_jax = pytest.importorskip("tlc.jax")
 X = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
 IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
 # XLA's CPU runs rng_bit_generator's DEFAULT algorithm as Philox; tlc's lowering
-# (frontend/lower/rng.py) takes Threefry for a state of two words and has Philox only for
+# (frontend/lower/families/rng.py) takes Threefry for a state of two words and has Philox only for
 # three, so bits drawn from rbg keys differ from jax's. Remove the mark when they agree.
 RBG_BITS = pytest.mark.xfail(strict=True, reason="rng_bit_generator DEFAULT is Threefry "
                                                  "in tlc, Philox in XLA's CPU")

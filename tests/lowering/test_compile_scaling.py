@@ -23,7 +23,8 @@ import pytest
 import backend_opencl
 import frontend
 from backend_opencl.api import compiler
-from frontend.lower import fused, lower_function
+from frontend.lower import lower_function
+from frontend.lower.core import fused
 from tests.lowering.conftest import RNG
 
 LOWER_DIR = str(Path(fused.__file__).parent)

@@ -1,12 +1,12 @@
 """A large concatenation (or element-wise ops of one) is written by a kernel per input,
-each over its slice of the result (frontend/lower/concat_slices.py)."""
+each over its slice of the result (frontend/lower/core/concat_slices.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from frontend.lower import concat_slices
+from frontend.lower.core import concat_slices
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_fusion import kernels
 

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from frontend.lower import conv
+from frontend.lower.families.conv import convolution as conv
 from tests.lowering.conftest import module, rand, run
 
 

@@ -1,4 +1,4 @@
-"""The direct (unrolled) convolution kernel of frontend/lower/conv_direct.py against numpy:
+"""The direct (unrolled) convolution kernel of frontend/lower/families/conv/direct.py against numpy:
 depthwise and grouped convolutions in NHWC and NCHW, padding (also taps outside the input
 for every output position), strides, lhs/rhs dilation, reversal, channel multipliers on
 both sides of ``SPLIT``, batch groups, integer, f16 and complex types, and elementwise
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import conv, conv_direct, lower_function
+from frontend.lower import lower_function
+from frontend.lower.families.conv import convolution as conv
+from frontend.lower.families.conv import direct as conv_direct
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_conv import _text, _window, conv_ref
 

@@ -1,4 +1,4 @@
-"""The one-kernel convolution of frontend/lower/conv_gemm.py (im2col tile in local memory,
+"""The one-kernel convolution of frontend/lower/families/conv/gemm.py (im2col tile in local memory,
 then gemm) against numpy: NHWC x HWIO and other `[b, 0.., f]` results with padding,
 strides, lhs/rhs dilation, reversal, a partial last tile, rows longer than a tile, 1-d and
 3-d windows, f16 and integer types, the bias/ReLU epilogue, and the fallback to the im2col
@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import conv, conv_gemm, lower_function
+from frontend.lower import lower_function
+from frontend.lower.families.conv import convolution as conv
+from frontend.lower.families.conv import gemm as conv_gemm
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_conv import CASES as NCHW_CASES
 from tests.lowering.test_conv import _text, _window, conv_ref

@@ -1,4 +1,4 @@
-"""Channels-first convolutions rewritten channels-last (frontend/lower/conv_layout.py):
+"""Channels-first convolutions rewritten channels-last (frontend/lower/families/conv/layout.py):
 NCHW/OIHW convolutions whose results are transposed back to channels-last (as equinox's
 layers under ``vmap`` are), with strides, padding, dilations, groups, small channel counts
 and a batch, and the pooling between them, against numpy.  Outputs are poisoned
@@ -11,9 +11,9 @@ import pytest
 
 import frontend
 from frontend.ir.core import walk
-from frontend.lower.conv_layout import channels_last
-from frontend.lower.driver import lower_function
-from frontend.lower.inline import inline_calls
+from frontend.lower.core.driver import lower_function
+from frontend.lower.core.inline import inline_calls
+from frontend.lower.families.conv.layout import channels_last
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_conv import _window, conv_ref
 

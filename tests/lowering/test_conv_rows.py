@@ -1,4 +1,4 @@
-"""The shifted-gemm convolution of frontend/lower/conv_rows.py (padded input rows in local
+"""The shifted-gemm convolution of frontend/lower/families/conv/rows.py (padded input rows in local
 memory, one gemm per window tap) against numpy: padding (also negative), strides and
 lhs dilation of the leading dimension, rhs dilation, window reversal, 1-d and 3-d
 windows, f16, the bias/ReLU epilogue, and the thresholds that keep the im2col tile.
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import conv, conv_rows, lower_function
+from frontend.lower import lower_function
+from frontend.lower.families.conv import convolution as conv
+from frontend.lower.families.conv import rows as conv_rows
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_conv import _text, _window, conv_ref
 from tests.lowering.test_conv_gemm import BIAS_RELU, NHWC, _nhwc, _size

@@ -1,6 +1,7 @@
 """Device loops: body results computed straight into their carried buffers (no temporary
 and copy) only in an order where no later phase of the iteration reads the old value
-(frontend/lower/device_loop.py, ``_direct``); checked against numpy on carried values that
+(frontend/lower/families/control/device_loop.py, ``_direct``);
+checked against numpy on carried values that
 read each other in chains, cycles and swaps."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from frontend.lower import device_loop
+from frontend.lower.families.control import device_loop
 from tests.lowering.conftest import module, rand, run
 
 V = "tensor<4xf32>"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import device_loop
-from frontend.lower.driver import lower_function
+from frontend.lower.core.driver import lower_function
+from frontend.lower.families.control import device_loop
 from tensorlang.plan import Launch, While
 from tests.lowering.conftest import module, rand, run
 

@@ -1,5 +1,5 @@
 """Device loops (one kernel per ``while``) whose body holds another ``while`` (run as a
-``for`` of its trip bound, :func:`frontend.lower.device_loop._trip_bound`) or a
+``for`` of its trip bound, :func:`frontend.lower.families.control.device_loop._trip_bound`) or a
 ``scatter`` (applied in order by the loop's one work-item): the programs jax writes for
 ``fori_loop`` in ``fori_loop``, ``x.at[i].set`` in a loop (plain and under ``vmap``), and
 diffrax's solvers.  Every result is checked against ``jax.jit``; the plan is checked to
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import device_loop
-from frontend.lower.driver import lower_function
+from frontend.lower.core.driver import lower_function
+from frontend.lower.families.control import device_loop
 from tensorlang.plan import Launch, Step, While
 
 jax = pytest.importorskip("jax")

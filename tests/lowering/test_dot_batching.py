@@ -1,4 +1,4 @@
-"""Batching the products of unrolled recurrences (:mod:`frontend.lower.dot_batching`):
+"""Batching the products of unrolled recurrences (:mod:`frontend.lower.families.dot.batching`):
 time-step products stacked into one, products sharing a left operand merged, what is
 left alone; every program's results against ``jax.jit``."""
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower.dot_batching import DOT, batch_dots
-from frontend.lower.driver import lower_function
-from frontend.lower.inline import inline_calls
+from frontend.lower.core.driver import lower_function
+from frontend.lower.core.inline import inline_calls
+from frontend.lower.families.dot.batching import DOT, batch_dots
 from tensorlang.plan import Launch
 
 jax = pytest.importorskip("jax")

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from frontend.lower.builder import groups_nd
+from frontend.lower.core.builder import groups_nd
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_fusion import kernels
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from frontend.lower.dot import TILE_M, tile_rows
+from frontend.lower.families.dot.general import TILE_M, tile_rows
 from tests.lowering.conftest import module, rand, run
 
 

@@ -9,7 +9,7 @@ from math import prod
 import numpy as np
 import pytest
 
-from frontend.lower.builder import CHUNK, groups_nd, split_nd
+from frontend.lower.core.builder import CHUNK, groups_nd, split_nd
 from tests.lowering.conftest import module, rand, run
 
 

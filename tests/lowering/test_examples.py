@@ -37,7 +37,7 @@ def test_model_kernel_count(name: str, count: int, distinct: int) -> None:
     flattened gemm operands without copies (mlp was 7 launches, the transformer block 17,
     the cnn 8 before row fusion and transposed operands, 7 before the one-kernel
     convolution of conv_gemm, 5 before pooling in it); ``distinct``: the kernels left
-    once equal ones are merged (frontend/lower/dedup.py)."""
+    once equal ones are merged (frontend/lower/core/dedup.py)."""
     text = (EXAMPLES / f"{name}.mlir").read_text()
     assert len(kernels(text)) == distinct
     assert launches(lower_function(frontend.parse(text)).plan.steps) == count

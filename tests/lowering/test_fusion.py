@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import device_loop, lower_function
+from frontend.lower import lower_function
+from frontend.lower.families.control import device_loop
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Launch, Step, While
 from tests.lowering.conftest import module, rand, run
@@ -28,7 +29,7 @@ func.func private @relu(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 
 def kernels(text: str) -> list[str]:
     """The names of the kernels ``text``'s @main lowers to: each launched once, unless
-    equal kernels were merged (frontend/lower/dedup.py; :func:`launched` then names it
+    equal kernels were merged (frontend/lower/core/dedup.py; :func:`launched` then names it
     once per launch)."""
     lowered = lower_function(frontend.parse(text))
     names = [line.split("(")[0][len("func @"):] for line in lowered.kernels.splitlines()

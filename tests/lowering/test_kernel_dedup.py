@@ -1,4 +1,4 @@
-"""Each distinct kernel once (frontend/lower/dedup.py): kernels equal up to the names of
+"""Each distinct kernel once (frontend/lower/core/dedup.py): kernels equal up to the names of
 their buffers and values share one function, launched with each one's buffers; kernels
 differing in a constant, a shape, a dtype or a layout stay apart.  Results on random data
 against numpy, with poisoned buffers (conftest)."""
@@ -14,7 +14,7 @@ import pytest
 import backend_opencl
 import frontend
 from frontend.lower import lower_function
-from frontend.lower.dedup import DistinctKernels, kernel_key
+from frontend.lower.core.dedup import DistinctKernels, kernel_key
 from tensorlang.plan import Case, Copy, Free, If, Launch, Step, While, kernels_renamed
 from tests.filecheck import check_text, tlc
 from tests.lowering.conftest import module, rand, run

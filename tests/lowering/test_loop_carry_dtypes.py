@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from backend_opencl.api import compiler
-from frontend.lower import device_loop
+from frontend.lower.families.control import device_loop
 from tests.lowering.conftest import module, rand, run
 
 TEXT = module(

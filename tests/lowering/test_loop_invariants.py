@@ -1,4 +1,4 @@
-"""Hoisting loop invariants out of ``while`` bodies (:mod:`frontend.lower.loop_invariants`):
+"""Hoisting loop invariants out of ``while`` bodies (:mod:`frontend.lower.core.loop_invariants`):
 what moves and what stays, and the programs' results against numpy."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 import frontend
 from frontend.ir.core import Op
-from frontend.lower.inline import inline_calls
-from frontend.lower.loop_invariants import hoist_loop_invariants
+from frontend.lower.core.inline import inline_calls
+from frontend.lower.core.loop_invariants import hoist_loop_invariants
 from tests.lowering.conftest import module, rand, run
 
 # A scan-like loop over 6 steps whose body concatenates two weight matrices it passes
@@ -114,7 +114,7 @@ def test_nested_loops_hoist_to_the_outermost_invariant_level() -> None:
 @pytest.mark.parametrize("where", ["device", "host"])
 def test_the_cell_computes_what_numpy_does(where: str, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
-    from frontend.lower import device_loop
+    from frontend.lower.families.control import device_loop
 
     if where == "host":
         monkeypatch.setattr(device_loop, "MAX_ELEMENTS", 0)
@@ -138,7 +138,7 @@ def test_the_device_loop_reads_hoisted_weights_from_a_buffer(monkeypatch: pytest
     """The hoisted product's operand is computed before the loop, so the loop's dot is a
     ``gemm`` over buffers (fused in, it was a sum of outer products choosing a weight
     matrix per element)."""
-    from frontend.lower.driver import lower_function
+    from frontend.lower.core.driver import lower_function
 
     lowered = lower_function(frontend.parse(CELL))
     loop = next(k for k in lowered.kernels.split("\nfunc ") if "_while(" in k)

@@ -1,6 +1,7 @@
 """Device loops: a scan's input projection (a dot of the time step's slice of an invariant
 input by an invariant matrix) hoisted out of the loop as one product over every time step
-(frontend/lower/loop_projection.py), and the loop's matrix products run as ``gemm``."""
+(frontend/lower/families/control/loop_projection.py), and the loop's matrix products run as
+``gemm``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 import frontend
 from backend_opencl.api import compiler
-from frontend.lower import device_loop, loop_projection
-from frontend.lower.driver import lower_function
+from frontend.lower.core.driver import lower_function
+from frontend.lower.families.control import device_loop, loop_projection
 from tensorlang.plan import Launch
 from tests.lowering.conftest import module, rand, run
 

@@ -12,8 +12,8 @@ import pytest
 
 import frontend
 from backend_opencl.api import compiler
-from frontend.lower import device_loop, pointwise_loop
-from frontend.lower.driver import lower_function
+from frontend.lower.core.driver import lower_function
+from frontend.lower.families.control import device_loop, pointwise_loop
 from tensorlang.plan import Bound, Launch, Step, TripCount, While
 from tests.lowering.conftest import module, rand, run
 

@@ -1,5 +1,5 @@
 """Counted loops with element-wise bodies as one element-wise kernel
-(frontend/lower/pointwise_loop.py): jax.random's threefry against jax, hand-written
+(frontend/lower/families/control/pointwise_loop.py): jax.random's threefry against jax, hand-written
 loops against numpy (0, 1, several and many trips; carries of several dtypes; a uniform
 table and counter; loop-invariant arrays), and loops that must take another path."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import pointwise_loop
-from frontend.lower.driver import lower_function
+from frontend.lower.core.driver import lower_function
+from frontend.lower.families.control import pointwise_loop
 from tensorlang.plan import Launch, Step, While
 from tests.lowering.conftest import module, rand, run
 

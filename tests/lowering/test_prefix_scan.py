@@ -11,8 +11,9 @@ import pytest
 
 import frontend
 from frontend.ir.core import Op, walk
-from frontend.lower import lower_function, prefix_scan
-from frontend.lower.reduce_window import window_attrs
+from frontend.lower import lower_function
+from frontend.lower.families.window import prefix_scan
+from frontend.lower.families.window.reduce_window import window_attrs
 from tests.lowering.conftest import RNG, run
 from tests.lowering.reduce_window_ref import ELEM, Window, program, reference
 

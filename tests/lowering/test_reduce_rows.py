@@ -10,7 +10,8 @@ import pytest
 
 import frontend
 from backend_opencl.api.compiler import compile_lowered
-from frontend.lower import lower_function, reduce_rows
+from frontend.lower import lower_function
+from frontend.lower.families.reduce import rows as reduce_rows
 from tests.lowering.conftest import module, rand, run
 from tests.lowering.test_fusion import kernels
 

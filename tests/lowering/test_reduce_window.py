@@ -11,7 +11,7 @@ import pytest
 
 import frontend
 from frontend.lower import lower_function
-from frontend.lower.reduce_window import UNROLL
+from frontend.lower.families.window.reduce_window import UNROLL
 from tests.lowering.conftest import RNG, run
 from tests.lowering.reduce_window_ref import ELEM, Window, program, reference
 

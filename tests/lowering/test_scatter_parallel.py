@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import frontend
-from frontend.lower import lower_function, scatter_gather
+from frontend.lower import lower_function
+from frontend.lower.families import scatter_gather
 from tests.lowering.conftest import module, rand, run
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import frontend
 from frontend.ir.core import Op
-from frontend.lower import lower_function, scatter_gather
+from frontend.lower import lower_function
+from frontend.lower.families import scatter_gather
 from tests.lowering.conftest import module, run
 
 RNG = np.random.default_rng(11)

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from frontend.lower.top_k import MAX_K
+from frontend.lower.families.sort.top_k import MAX_K
 from tests.lowering.conftest import RNG, module, run
 
 ELEM = {np.float32: "f32", np.float64: "f64", np.float16: "f16",

@@ -67,7 +67,7 @@ def test_host_loops_wait_for_their_copies() -> None:
     with bounds from constants and from parameters, each run many times."""
     done = _python("""
         import numpy as np
-        from frontend.lower import device_loop
+        from frontend.lower.families.control import device_loop
         device_loop.MAX_ELEMENTS = 0  # loops on the host
         import backend_opencl
         from tests.lowering.test_loops import counter_loop
