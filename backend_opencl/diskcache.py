@@ -3,7 +3,7 @@
 The root is ``$TLC_CACHE_DIR``, default ``~/.cache/tlc``; ``TLC_CACHE_DIR=off`` disables
 every disk cache of tlc.  Layout::
 
-    lowered/<sha256>.pickle  lowered StableHLO programs (driver, sycl_exec)
+    lowered/<sha256>.pickle  lowered StableHLO programs (api/compiler.py)
     opencl/<key>/            pyopencl's binary cache (drivers without their own cache)
     vendors/<digest>/*.icd   ICD vendor folders naming pip-installed drivers (runtime.icd)
     tune.json                tuned register blocks (tune; ``$TLC_TUNE_CACHE`` names another)

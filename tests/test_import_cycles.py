@@ -5,9 +5,10 @@ tensorlang, backend_opencl and tlc has no cycle.
 ``from package import module`` is an edge to the module, ``from package import name`` an
 edge to the package.  Imports inside functions are not edges here: they run when the
 function does, after every module is loaded (the CLI's subcommands); the lazy cycles they
-still form are issue #22's items 1 and 5.  frontend.lower and frontend.verify have none
-even counting them (:func:`test_no_lazy_import_cycles_in_lowering_or_verifier`): the
-lowering's families register themselves in its core, which never imports one."""
+still form are issue #22's item 5.  frontend.lower and frontend.verify have none even
+counting them (:func:`test_no_lazy_import_cycles_in_lowering_or_verifier`): the
+lowering's families register themselves in its core, which never imports one; nor have
+backend_opencl and tlc (:func:`test_no_lazy_import_cycles_in_backend`)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,12 @@ def test_no_lazy_import_cycles_in_lowering_or_verifier() -> None:
     graph = {name: imported_anywhere(name, path, known) for name, path in known.items()}
     ours = ("frontend.lower", "frontend.verify")
     assert [c for c in cycles(graph) if any(m.startswith(ours) for m in c)] == []
+
+
+def test_no_lazy_import_cycles_in_backend() -> None:
+    """backend_opencl's tools call its API, the API its executors, the executors the
+    runtimes' protocols: no chain of imports leads back, inside functions either."""
+    known = modules()
+    graph = {name: imported_anywhere(name, path, known) for name, path in known.items()}
+    assert [c for c in cycles(graph) if any(m.startswith(("backend_opencl", "tlc"))
+                                            for m in c)] == []

@@ -149,7 +149,7 @@ class Callee:
                 f"outside it)")
 
     def compiled(self, avals: Sequence[Any]) -> Any:
-        """tlc's executable for inputs of types ``avals`` (``jax_aot.Compiled``)."""
+        """tlc's executable for inputs of types ``avals`` (``aot.Compiled``)."""
         key = tuple(_aval_key(a) for a in avals)
         compiled = self._compiled.get(key)
         if compiled is None:

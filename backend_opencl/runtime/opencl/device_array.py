@@ -1,7 +1,7 @@
 """Results that stay on the device: :class:`DeviceArray`.
 
-A call in asynchronous mode (:meth:`plan_exec.Executable.dispatch`, ``tlc.jax.jit(f,
-device_results=True)``) enqueues its commands and returns at once: each result is a
+A call in asynchronous mode (:meth:`backend_opencl.exec.executable.Executable.dispatch`,
+``tlc.jax.jit(f, device_results=True)``) enqueues its commands and returns at once: each result is a
 ``DeviceArray`` over the buffer the kernels write, with the event of the call's last
 command.  Reading it (``np.asarray``, ``__array__``, ``__dlpack__``, ``item``,
 ``tolist``, indexing) waits for that event and copies the elements to the host once;
