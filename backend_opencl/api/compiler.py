@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from backend_opencl.runtime.opencl.devices import Device
     from backend_opencl.runtime.sycl.queue import SyclDevice
     from frontend.lower import Lowered
+    from tensorlang.schedule.launch import LaunchCheck
 
     RunDevice = Device | SyclDevice
     """A device tlc runs on: an OpenCL device or a SYCL queue's."""
@@ -107,7 +108,7 @@ def plan_runtime(dev: RunDevice) -> PlanRuntime:
 
 
 def _after_passes(program: Program, check_bounds: bool = False,
-                  contracts: dict[str, tuple[Any, ...]] | None = None) -> Program:
+                  contracts: dict[str, tuple[LaunchCheck, ...]] | None = None) -> Program:
     """A copy of ``program`` after the back end's pass pipeline (with ``check_bounds``,
     ``check-bounds`` also marks the accesses that need run-time guards).  With
     ``contracts``, each function's launch checks are put there and, without
@@ -125,7 +126,7 @@ def _after_passes(program: Program, check_bounds: bool = False,
     return work
 
 
-def _launch_contracts(program: Program, guard: bool) -> dict[str, tuple[Any, ...]]:
+def _launch_contracts(program: Program, guard: bool) -> dict[str, tuple[LaunchCheck, ...]]:
     """Each function's launch checks (``tensorlang.schedule.launch``); with ``guard``,
     mark the instructions they cannot cover for run-time guards."""
     from tensorlang.schedule.launch import contract
@@ -144,7 +145,7 @@ def _launch_contracts(program: Program, guard: bool) -> dict[str, tuple[Any, ...
 
 
 def lower(program: Program, target: Target | None = None, check_bounds: bool = False,
-          contracts: dict[str, tuple[Any, ...]] | None = None) -> EmittedProgram:
+          contracts: dict[str, tuple[LaunchCheck, ...]] | None = None) -> EmittedProgram:
     """Run the back end's passes on a copy of ``program`` and generate OpenCL C
     (``check_bounds``: with run-time bounds guards, docs/abi.md; ``contracts``: filled
     with the launch checks, and the accesses they cannot cover guarded)."""
@@ -173,7 +174,7 @@ def compile_program(program: object, device: object = None, target: Target | Non
         if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
             facts = facts_of(dev)
             target = cached_target(prog, facts, target_from_device(facts))
-        contracts: dict[str, tuple[Any, ...]] | None = {} if launch_checks else None
+        contracts: dict[str, tuple[LaunchCheck, ...]] | None = {} if launch_checks else None
         progress.phase("passes")
         emitted = lower(prog, target, check_bounds, contracts)
         progress.phase(f"OpenCL build of {len(emitted.kernels)} kernels")

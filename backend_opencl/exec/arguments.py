@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import ml_dtypes
 import numpy as np
@@ -26,13 +26,65 @@ from tensorlang.diagnostics import BoundsError, LaunchError, note
 from tensorlang.ir.dtypes import NARROW_DTYPES
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
 
+if TYPE_CHECKING:  # neither the code generator nor islpy is loaded to run a kernel
+    from backend_opencl.emit.guards import GuardSite
+    from tensorlang.schedule.launch import Form, GroupCount, LaunchCheck, Quantity
+
+Value = int | np.ndarray
+"""A launch-check quantity's value: one number, or one per work-group."""
+
+
+class WorkGroups(Protocol):
+    """A kernel's plan, as launches read it."""
+
+    @property
+    def work_group_size(self) -> tuple[int, int]:
+        """Work-items of a work-group (x, y)."""
+
+
+class LaunchFacts(Protocol):
+    """What the checks read of a kernel's launch facts (a ``KernelInfo`` fresh from the
+    code generator or a :class:`~backend_opencl.exec.module.StoredKernel` from a cache)."""
+
+    @property
+    def name(self) -> str:
+        """The kernel's tensor-language name."""
+
+    @property
+    def c_name(self) -> str:
+        """Its name in the OpenCL C source."""
+
+    @property
+    def abi(self) -> tuple[ArgAbi, ...]:
+        """Its arguments' kernel parameters."""
+
+    @property
+    def plan(self) -> WorkGroups:
+        """Its plan (the work-group size)."""
+
+    @property
+    def guards(self) -> tuple[GuardSite, ...]:
+        """Its bounds-guard sites (a record is passed last when there are any)."""
+
+    @property
+    def groups(self) -> GroupCount | None:
+        """Where ``num_groups`` comes from when a call omits it."""
+
 
 class Checked(Protocol):
     """What the launch checks read of a kernel: its name, launch facts and checks."""
 
-    name: str
-    info: Any
-    checks: tuple[Any, ...]
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+
+    @property
+    def info(self) -> LaunchFacts:
+        """Its launch facts."""
+
+    @property
+    def checks(self) -> tuple[LaunchCheck, ...]:
+        """Its launch checks."""
 
 
 RECORD_LONGS = 6
@@ -52,7 +104,7 @@ class Group:
     arrays: list[Any]
     offset: int = 0
 
-def check_call(name: str, info: Any, args: tuple[Any, ...], num_groups: Any,
+def check_call(name: str, info: LaunchFacts, args: tuple[Any, ...], num_groups: object,
                max_groups: int) -> int:
     """The number of work-groups of a kernel call (``num_groups``, or when that is None
     :func:`default_num_groups`); LaunchError unless the call passes one argument per ABI
@@ -74,7 +126,7 @@ def check_call(name: str, info: Any, args: tuple[Any, ...], num_groups: Any,
     return int(num_groups)
 
 
-def default_num_groups(name: str, info: Any, args: tuple[Any, ...]) -> int:
+def default_num_groups(name: str, info: LaunchFacts, args: tuple[Any, ...]) -> int:
     """The number of work-groups of a call without ``num_groups``: the size of the
     argument modes that ``group_id`` indexes (a group's member count), when they agree;
     1 for a kernel that never reads ``group_id`` or ``group_size``.  LaunchError naming
@@ -99,7 +151,7 @@ def default_num_groups(name: str, info: Any, args: tuple[Any, ...]) -> int:
     return counts[0][1]
 
 
-def _group_mode_size(q: Any, args: tuple[Any, ...]) -> int | None:
+def _group_mode_size(q: Quantity, args: tuple[Any, ...]) -> int | None:
     """The size of group mode ``q`` in the call's ``args`` (None: not an array there)."""
     value = args[q.arg]
     if q.kind == "members":
@@ -111,12 +163,12 @@ def _group_mode_size(q: Any, args: tuple[Any, ...]) -> int | None:
     return int(shape[q.mode])
 
 
-def _group_mode_name(abi: tuple[ArgAbi, ...], q: Any) -> str:
+def _group_mode_name(abi: tuple[ArgAbi, ...], q: Quantity) -> str:
     arg = f"argument {q.arg + 1} (%{abi[q.arg].value.name})"
     return f"{arg}'s member count" if q.kind == "members" else f"{arg} mode {q.mode}"
 
 
-def raise_recorded_violation(name: str, info: Any, record: np.ndarray) -> None:
+def raise_recorded_violation(name: str, info: LaunchFacts, record: np.ndarray) -> None:
     """BoundsError for the first violation a bounds guard of kernel ``name`` recorded in
     its error ``record`` (none recorded: return)."""
     site = int(record[:1].view(np.int32)[0]) - 1  # the claim is the first int
@@ -133,9 +185,9 @@ def check_contract(kernel: Checked, args: tuple[Any, ...], num_groups: int) -> N
     """LaunchError when the (already type-checked) arguments violate one of the kernel's
     launch checks: an access out of bounds or collective sizes that disagree for these
     dynamic sizes, scalars and ``num_groups`` (docs/abi.md, "Launch checks")."""
-    values: dict[Any, Any] = {}
+    values: dict[Quantity, Value] = {}
 
-    def value(q: Any) -> Any:
+    def value(q: Quantity) -> Value:
         if q not in values:
             values[q] = _quantity(q, args, num_groups)
         return values[q]
@@ -147,7 +199,7 @@ def check_contract(kernel: Checked, args: tuple[Any, ...], num_groups: int) -> N
                 raise LaunchError(_contract_message(kernel, check, violation, value, hit))
 
 
-def _quantity(q: Any, args: tuple[Any, ...], num_groups: int) -> Any:
+def _quantity(q: Quantity, args: tuple[Any, ...], num_groups: int) -> Value:
     """The value of a launch-check quantity (an array over work-groups for per-group ones)."""
     if q.kind == "groups":
         return num_groups
@@ -164,10 +216,10 @@ def _quantity(q: Any, args: tuple[Any, ...], num_groups: int) -> Any:
     return np.array([members[g].shape[q.mode] for g in range(num_groups)], dtype=np.int64)
 
 
-def _first_hit(forms: tuple[Any, ...], value: Callable[[Any], Any]) -> int | None:
+def _first_hit(forms: tuple[Form, ...], value: Callable[[Quantity], Value]) -> int | None:
     """None when one of ``forms`` fails; else the first work-group where all hold (-1:
     they hold for every work-group)."""
-    holds: Any = True
+    holds: bool | np.ndarray = True
     for form in forms:
         total = form.constant + sum(c * value(q) for q, c in form.terms)
         holds = holds & ((total == 0) if form.equality else (total >= 0))
@@ -177,10 +229,10 @@ def _first_hit(forms: tuple[Any, ...], value: Callable[[Any], Any]) -> int | Non
     return -1 if holds else None
 
 
-def _contract_message(kernel: Checked, check: Any, violation: tuple[Any, ...],
-                      value: Callable[[Any], Any], group: int) -> str:
+def _contract_message(kernel: Checked, check: LaunchCheck, violation: tuple[Form, ...],
+                      value: Callable[[Quantity], Value], group: int) -> str:
     abi = kernel.info.abi
-    seen: list[Any] = []
+    seen: list[Quantity] = []
     for form in violation:
         seen += [q for q, _ in form.terms if q not in seen]
     details = ", ".join(_describe(q, value(q), abi, group) for q in seen)
@@ -197,7 +249,7 @@ def _contract_message(kernel: Checked, check: Any, violation: tuple[Any, ...],
     return f"{where}{mode}: the {check.what} would access outside the array ({details})"
 
 
-def _describe(q: Any, v: Any, abi: tuple[ArgAbi, ...], group: int) -> str:
+def _describe(q: Quantity, v: Value, abi: tuple[ArgAbi, ...], group: int) -> str:
     name = f"%{abi[q.arg].value.name}" if q.arg >= 0 else ""
     if q.kind == "groups":
         return f"num_groups = {v}"
@@ -209,7 +261,7 @@ def _describe(q: Any, v: Any, abi: tuple[ArgAbi, ...], group: int) -> str:
         return f"{name} = {v}"
     if q.kind == "members":
         return f"{name} has {v} members"
-    return f"member {group} of {name} has size {int(v[group])} in mode {q.mode}"
+    return f"member {group} of {name} has size {int(np.asarray(v)[group])} in mode {q.mode}"
 
 
 def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:

@@ -38,7 +38,9 @@ from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
 if TYPE_CHECKING:  # the code generator is not imported when a module comes from a cache
     from backend_opencl.emit import EmittedProgram, KernelInfo
+    from backend_opencl.emit.guards import GuardSite
     from tensorlang.ir.core import Program
+    from tensorlang.schedule.launch import GroupCount, LaunchCheck
 
 
 def aligned_empty(shape: tuple[int, ...], dtype: Any, order: Literal["C", "F"] = "F",
@@ -68,13 +70,14 @@ class StoredKernel:
     c_name: str
     plan: StoredPlan
     abi: tuple[ArgAbi, ...]
-    guards: tuple[Any, ...] = field(default=())
-    checks: tuple[Any, ...] = field(default=())
-    groups: Any = None
+    guards: tuple[GuardSite, ...] = field(default=())
+    checks: tuple[LaunchCheck, ...] = field(default=())
+    groups: GroupCount | None = None
     """``tensorlang.schedule.launch.GroupCount``: the default ``num_groups``."""
 
     @staticmethod
-    def of(info: Any, checks: tuple[Any, ...] = ()) -> StoredKernel:
+    def of(info: KernelInfo | StoredKernel, checks: tuple[LaunchCheck, ...] = ()
+           ) -> StoredKernel:
         """The stored form of a ``KernelInfo`` (argument values detached from the IR) and
         its launch checks."""
         abi = tuple(ArgAbi(Value(a.value.type, a.value.name), a.name, a.params)
@@ -95,7 +98,7 @@ class KernelTable:
     """Kernels by name, callable as attributes (``module.name(...)``)."""
 
     source: str
-    kernels: dict[str, Any]
+    kernels: dict[str, Kernel]
 
     def stored(self) -> tuple[StoredProgram, dict[str, frozenset[int]]] | None:
         """What a disk cache keeps of this module (None with bounds guards, whose
@@ -106,7 +109,7 @@ class KernelTable:
         return StoredProgram(self.source, kernels), {n: k.written
                                                       for n, k in self.kernels.items()}
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
@@ -135,7 +138,7 @@ class Module(KernelTable):
 
     def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
                  runtime: KernelRuntime, written: dict[str, frozenset[int]] | None = None,
-                 checks: dict[str, tuple[Any, ...]] | None = None) -> None:
+                 checks: dict[str, tuple[LaunchCheck, ...]] | None = None) -> None:
         """``emitted``: an ``EmittedProgram`` (then ``program`` gives the written
         arguments) or a ``StoredProgram`` from a disk cache with ``written``;
         ``checks``: each kernel's launch checks (None: those ``emitted`` keeps)."""
@@ -157,7 +160,7 @@ class Kernel:
     """One callable kernel: ``kernel(*args, num_groups=n)``."""
 
     def __init__(self, info: KernelInfo | StoredKernel, handle: Any, runtime: KernelRuntime,
-                 written: frozenset[int], checks: tuple[Any, ...] = ()) -> None:
+                 written: frozenset[int], checks: tuple[LaunchCheck, ...] = ()) -> None:
         self.info = info
         self.name = info.name
         self.runtime = runtime

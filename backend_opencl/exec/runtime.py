@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from backend_opencl.abi import ArgAbi
+from backend_opencl.exec.arguments import LaunchFacts
 from tensorlang.ir.types import GroupType, MemRefType
 from tensorlang.plan import Launch, Plan
 
@@ -72,9 +73,17 @@ class Run(Protocol):
 class Kernel(Protocol):
     """What a runtime uses of a module's kernel (:class:`~backend_opencl.exec.module.Kernel`)."""
 
-    name: str
-    info: Any
-    handle: Any
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+
+    @property
+    def info(self) -> LaunchFacts:
+        """Its launch facts."""
+
+    @property
+    def handle(self) -> Any:
+        """The runtime's kernel object."""
 
 
 class Module(Protocol):
