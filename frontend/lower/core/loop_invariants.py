@@ -25,19 +25,24 @@ from __future__ import annotations
 from frontend.ir.core import Block, Op, Region, Value
 from frontend.ir.types import TokenType
 
-STAYS = frozenset({
-    "stablehlo.constant", "stablehlo.iota", "stablehlo.broadcast_in_dim",
-    "stablehlo.broadcast", "stablehlo.dynamic_broadcast_in_dim",
+IMPURE = frozenset({
     "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
     "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
     "stablehlo.after_all", "stablehlo.create_token", "stablehlo.optimization_barrier",
     "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all",
     "stablehlo.reduce_scatter", "stablehlo.collective_permute",
     "stablehlo.collective_broadcast", "stablehlo.partition_id", "stablehlo.replica_id",
-    "stablehlo.get_dimension_size", "stablehlo.set_dimension_size",
     "stablehlo.return", "func.return", "func.call", "stablehlo.composite",
 })
-"""Ops never hoisted: effects, collectives, terminators, and cheap splats/broadcasts."""
+"""Ops that are not pure functions of their operands at their place: effects,
+collectives, the process's identity, terminators, calls (also used by
+:mod:`frontend.lower.reroll`)."""
+STAYS = IMPURE | {
+    "stablehlo.constant", "stablehlo.iota", "stablehlo.broadcast_in_dim",
+    "stablehlo.broadcast", "stablehlo.dynamic_broadcast_in_dim",
+    "stablehlo.get_dimension_size", "stablehlo.set_dimension_size",
+}
+"""Ops never hoisted: the impure ones, and cheap splats/broadcasts."""
 
 CONSTANT_SOURCES = frozenset({"stablehlo.constant", "stablehlo.iota"})
 

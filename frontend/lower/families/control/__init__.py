@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from frontend.lower.families.control import (  # noqa: F401 - importing a module registers it
     flow,
+    reroll,
     scan,
 )
