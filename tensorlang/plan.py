@@ -12,6 +12,7 @@ front end builds it and the back end (``backend_opencl.exec.executable``) execut
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -215,6 +216,35 @@ def step_buffers(step: Step) -> set[int]:
         for s in steps:
             own |= step_buffers(s)
     return own
+
+
+def launches(steps: tuple[Step, ...] | list[Step]) -> Iterator[Launch]:
+    """Every launch of ``steps``, nested ones included."""
+    for step in steps:
+        if isinstance(step, Launch):
+            yield step
+        elif isinstance(step, While):
+            yield from launches(step.cond)
+            yield from launches(step.body)
+        elif isinstance(step, If):
+            yield from launches(step.then)
+            yield from launches(step.otherwise)
+        elif isinstance(step, Case):
+            for branch in step.branches:
+                yield from launches(branch)
+
+
+def distinct_argument_kernels(plan: Plan, written: Mapping[str, set[int]]) -> frozenset[str]:
+    """The kernels of ``plan`` whose buffer arguments never share memory that one of them
+    writes (their pointers can be ``restrict``): no launch passes one buffer twice, and
+    none passes a parameter to an argument the kernel writes (``written``: the written
+    argument positions of each kernel), the caller's arrays backing parameters, one array
+    perhaps several of them.  The plan's other buffers are distinct memory while live."""
+    params = set(plan.params)
+    unsafe = {launch.kernel for launch in launches(plan.steps)
+              if len(set(launch.args)) != len(launch.args)
+              or any(launch.args[i] in params for i in written.get(launch.kernel, ()))}
+    return frozenset(written) - unsafe
 
 
 def with_frees(steps: list[Step], keep: set[int]) -> list[Step]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from backend_opencl.runtime.opencl.devices import Device
     from backend_opencl.runtime.sycl.queue import SyclDevice
     from frontend.lower import Lowered
+    from tensorlang.plan import Plan
     from tensorlang.schedule.launch import LaunchCheck
 
     RunDevice = Device | SyclDevice
@@ -156,7 +158,8 @@ def lower(program: Program, target: Target | None = None, check_bounds: bool = F
 
 
 def compile_program(program: object, device: object = None, target: Target | None = None,
-                    check_bounds: bool = False, launch_checks: bool = True) -> Module:
+                    check_bounds: bool = False, launch_checks: bool = True,
+                    restrict_kernels: frozenset[str] = frozenset()) -> Module:
     """Compile tensor-language text or a Program for ``device``; return a Module.
 
     ``target`` overrides the code-generation target derived from the device (tests use it
@@ -165,6 +168,8 @@ def compile_program(program: object, device: object = None, target: Target | Non
     ``launch_checks`` (the default): each launch checks the sizes the kernel's accesses
     need before it runs, and the accesses the host cannot check are guarded (docs/abi.md,
     "Launch checks"); StableHLO executables, whose plans bind their own buffers, skip it.
+    ``restrict_kernels``: kernels whose buffer arguments never share memory one of them
+    writes (``Target.restrict_kernels``).
     """
     from backend_opencl.exec.module import Module
 
@@ -174,6 +179,8 @@ def compile_program(program: object, device: object = None, target: Target | Non
         if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
             facts = facts_of(dev)
             target = cached_target(prog, facts, target_from_device(facts))
+        if restrict_kernels:
+            target = replace(target, restrict_kernels=restrict_kernels)
         contracts: dict[str, tuple[LaunchCheck, ...]] | None = {} if launch_checks else None
         progress.phase("passes")
         emitted = lower(prog, target, check_bounds, contracts)
@@ -196,10 +203,35 @@ def tensor_language(program: Any, entry: str = "main",
     would have, None: none)."""
     if not _is_stablehlo_module(program):
         return as_program(program)
+    return _kernels_program(_lowered(program, entry, host_callbacks))
+
+
+def _lowered(module: Any, entry: str, host_callbacks: int | None) -> Lowered:
+    """StableHLO ``module``'s function ``entry`` lowered."""
     from frontend.lower import lower_function
 
-    parts = program.parts or [program]
-    return _kernels_program(lower_function(_part_with(parts, entry), entry, host_callbacks))
+    return lower_function(_part_with(module.parts or [module], entry), entry, host_callbacks)
+
+
+def _restrict_kernels(program: Any, entry: str, host_callbacks: int | None
+                      ) -> frozenset[str]:
+    """For ``tlc compile --emit cl``: the kernels of a StableHLO module declared with
+    ``restrict`` arguments, as :func:`compile_stablehlo_program` compiles them (none for
+    a tensor-language program)."""
+    if not _is_stablehlo_module(program):
+        return frozenset()
+    lowered = _lowered(program, entry, host_callbacks)
+    return distinct_arguments(lowered.plan, _kernels_program(lowered))
+
+
+def distinct_arguments(plan: Plan, program: Program) -> frozenset[str]:
+    """The kernels of ``program`` that ``plan`` never launches with arguments sharing
+    memory one of them writes (:func:`tensorlang.plan.distinct_argument_kernels`)."""
+    from tensorlang.passes.effects import written_arguments
+    from tensorlang.plan import distinct_argument_kernels
+
+    written = {f.name: written_arguments(f) for f in program.functions}
+    return distinct_argument_kernels(plan, written)
 
 
 def emit(program: Any, kind: str, device: object = None, entry: str = "main",
@@ -213,7 +245,9 @@ def emit(program: Any, kind: str, device: object = None, entry: str = "main",
     if kind == "tl":
         return str(prog)
     if kind == "cl":
-        return lower(prog, _target_or_default(device), check_bounds).source
+        target = replace(_target_or_default(device),
+                         restrict_kernels=_restrict_kernels(program, entry, host_callbacks))
+        return lower(prog, target, check_bounds).source
     if kind == "schedule":
         from backend_opencl.emit.schedule_text import schedule_text
 
@@ -398,8 +432,9 @@ def _executable(lowered: Lowered, dev: RunDevice, entry: str, check_bounds: bool
     from backend_opencl.exec.executable import Executable
 
     program = _kernels_program(lowered)
-    module = compile_program(program, dev, check_bounds=check_bounds,
-                             launch_checks=False) if program.functions else None
+    module = compile_program(program, dev, check_bounds=check_bounds, launch_checks=False,
+                             restrict_kernels=distinct_arguments(lowered.plan, program)
+                             ) if program.functions else None
     return Executable(lowered.plan, module, plan_runtime(dev), entry, *value_dtypes(lowered))
 
 

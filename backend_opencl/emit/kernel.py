@@ -240,7 +240,9 @@ class KernelEmitter:
         attrs = f"__attribute__((reqd_work_group_size({wgx}, {wgy}, 1)))"
         if self.plan.native_subgroups:
             attrs += f" __attribute__((intel_reqd_sub_group_size({self.plan.subgroup_size})))"
-        params = [f"{p.ctype} {p.name}" for arg in self.abi for p in arg.params]
+        restrict = self.func.name in self.target.restrict_kernels
+        params = [f"{p.ctype} restrict {p.name}" if restrict and p.kind == ParamKind.POINTER
+                  else f"{p.ctype} {p.name}" for arg in self.abi for p in arg.params]
         if self.guard_sites:
             params.append(f"global long* {guards.PARAM}")
         joined = ",\n    ".join(params)

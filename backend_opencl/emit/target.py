@@ -35,6 +35,12 @@ class Target:
     """Stage transposed gemm/gemv operands through local memory: True / False for every
     kernel (tests), None: a tuned choice (``staged_kernels``) or the cost model's."""
     staged_kernels: tuple[tuple[str, bool], ...] = ()
+    restrict_kernels: frozenset[str] = frozenset()
+    """Kernels whose buffer arguments are declared ``restrict``: no two of them share
+    memory that one writes (:func:`tensorlang.plan.distinct_argument_kernels` finds them in
+    a StableHLO program's plan; a user's kernel may be passed one array twice).  Without
+    it LLVM must assume every store may change what the other pointers read, and its
+    vectoriser gives up on loops over more buffers than its run-time alias checks cover."""
     """Tuned staging choices: (kernel name, staged)."""
     narrow_index: bool | None = None
     """Hold ``index`` values proven to fit 32 bits in ``int`` (``emit/ranges.py``): True /

@@ -1,0 +1,70 @@
+"""``restrict`` buffer arguments of StableHLO kernels (docs/codegen.md): which kernels of a
+plan get them, the OpenCL C that declares them, and results that stay right when the
+caller passes one array for several parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import backend_opencl
+from backend_opencl.api import compiler
+from tensorlang.plan import Buffer, Launch, Plan, While, distinct_argument_kernels
+
+GRU_LIKE = """
+func.func public @main(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>)
+    -> tensor<16x64xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<16x64xf32>
+  %2 = stablehlo.add %0, %1 : tensor<16x64xf32>
+  %3 = stablehlo.logistic %2 : tensor<16x64xf32>
+  %4 = stablehlo.multiply %3, %x : tensor<16x64xf32>
+  %5 = stablehlo.tanh %4 : tensor<16x64xf32>
+  return %5 : tensor<16x64xf32>
+}
+"""
+
+
+def _plan(*steps: Launch | While) -> Plan:
+    buffers = tuple(Buffer(i, "f32", (4,)) for i in range(4))
+    return Plan(buffers, (0, 1), (3,), steps)
+
+
+def test_kernels_launched_with_distinct_buffers_qualify() -> None:
+    plan = _plan(Launch("k", (0, 2), 1), Launch("k", (1, 3), 1))
+    assert distinct_argument_kernels(plan, {"k": {1}}) == {"k"}
+
+
+def test_one_buffer_passed_twice_disqualifies_the_kernel() -> None:
+    plan = _plan(Launch("k", (2, 3), 1), While((), 2, (Launch("k", (3, 3), 1),)))
+    assert distinct_argument_kernels(plan, {"k": {1}, "j": set()}) == {"j"}
+
+
+def test_a_kernel_writing_a_parameter_is_disqualified() -> None:
+    """The caller may back two parameters with one array."""
+    plan = _plan(Launch("k", (1, 2), 1))  # buffer 1 is a parameter
+    assert distinct_argument_kernels(plan, {"k": {0}}) == frozenset()
+    assert distinct_argument_kernels(plan, {"k": {1}}) == {"k"}  # reads the parameter only
+
+
+def test_stablehlo_kernels_declare_restrict_and_tensor_language_ones_do_not() -> None:
+    import frontend
+
+    cl = compiler.emit(frontend.parse(GRU_LIKE), "cl")
+    assert "restrict" in cl
+    kernel = """func @axpy(%a: f32, %x: memref<f32x64>, %y: memref<f32x64>) {
+  axpby.n %a, %x, 1.0, %y : f32, memref<f32x64>, f32, memref<f32x64>
+}"""
+    assert "restrict" not in compiler.emit(kernel, "cl")
+
+
+def test_one_array_for_several_parameters() -> None:
+    """``x`` and ``w`` the same array: every kernel reads it through two pointers."""
+    text = GRU_LIKE.replace("tensor<16x64xf32>, %w: tensor<64x64xf32>",
+                            "tensor<64x64xf32>, %w: tensor<64x64xf32>").replace(
+        "tensor<16x64xf32>", "tensor<64x64xf32>")
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    (got,) = backend_opencl.compile_stablehlo(text)(a, a, b)
+    want = np.tanh(a * (1 / (1 + np.exp(-(a.astype(np.float64) @ a + b)))))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
