@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from frontend.ir.core import Op
-from frontend.ir.types import TensorType
+from frontend.ir.core import Op, Value
+from frontend.ir.types import TensorType, Type
 from frontend.verify.common import (
     baseline_element,
     dims,
@@ -29,9 +29,10 @@ _FEATURE_RULES = {
 def _feature_checks(op: Op) -> TensorType:
     """(C1) feature_index in range; per-feature operands and results have its size."""
     t = tensor(op, op.operands[0], "operand")
-    fi = op.attr("feature_index", 0)
+    fi = op.int_attr("feature_index", 0)
     in_range(op, "C1", "feature_index", [fi], t.rank)
     ins, outs = _FEATURE_RULES[op.name]
+    pairs: list[tuple[Type, Value | None, str, str]]
     pairs = [(v.type, v, n, rule) for v, (n, rule) in zip(op.operands[1:], ins, strict=False)]
     pairs += [(ty, None, n, rule) for ty, (n, rule) in zip(op.result_types[1:], outs,
                                                            strict=False)]

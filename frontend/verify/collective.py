@@ -89,7 +89,7 @@ def _computation_element(op: Op, rule: str, element: object) -> object:
     got = region_results(op, op.regions[0], "computation")
     e = args[0].element if args and isinstance(args[0], TensorType) else None
     scalar = TensorType((), e) if e is not None else None
-    if len(args) != 2 or any(not types_ok(a, scalar) for a in args) or \
+    if scalar is None or len(args) != 2 or any(not types_ok(a, scalar) for a in args) or \
             len(got) != 1 or not types_ok(got[0], scalar):
         fail(op, rule, "computation must have type (tensor<E>, tensor<E>) -> tensor<E>")
     if type(e) is not type(element):
@@ -101,7 +101,7 @@ def _computation_element(op: Op, rule: str, element: object) -> object:
 def verify_all_gather(op: Op) -> None:
     """(C1) all_gather_dim, (C2) unique groups, (C5) channel, (C6) result types."""
     groups = _groups(op)
-    dim = op.attr("all_gather_dim", 0)
+    dim = op.int_attr("all_gather_dim", 0)
     _unique_groups(op, "C2", groups)
     _channel(op, "C5")
     for v, r in zip(op.operands, op.result_types, strict=False):
@@ -132,11 +132,12 @@ def verify_reduce_scatter(op: Op) -> None:
     """(C1)-(C3), (C6)-(C9) of reduce_scatter."""
     groups = _groups(op)
     t, rt = tensor(op, op.operands[0], "operand"), tensor(op, op.result_types[0], "result")
-    dim = op.attr("scatter_dimension", 0)
+    dim = op.int_attr("scatter_dimension", 0)
     in_range(op, "C2", "scatter_dimension", [dim], t.rank)
     n = _process_group_size(op, groups)
-    if n and t.shape[dim] is not None and t.shape[dim] % n:
-        fail(op, "C1", f"dimension {dim} of size {t.shape[dim]} is not divisible by the "
+    size = t.shape[dim]
+    if n and size is not None and size % n:
+        fail(op, "C1", f"dimension {dim} of size {size} is not divisible by the "
                        f"group size {n}")
     _unique_groups(op, "C3", groups)
     _channel(op, "C6")
@@ -150,8 +151,8 @@ def verify_reduce_scatter(op: Op) -> None:
 def verify_all_to_all(op: Op) -> None:
     """(C1)-(C5), (C8), (C9) of all_to_all."""
     groups = _groups(op)
-    split, concat = op.attr("split_dimension", 0), op.attr("concat_dimension", 0)
-    count = op.attr("split_count", 1)
+    split, concat = op.int_attr("split_dimension", 0), op.int_attr("concat_dimension", 0)
+    count = op.int_attr("split_count", 1)
     if count <= 0:
         fail(op, "C4", f"split_count must be positive, got {count}")
     _unique_groups(op, "C5", groups)
@@ -162,8 +163,9 @@ def verify_all_to_all(op: Op) -> None:
         t, rt = tensor(op, v, "operand"), tensor(op, r, "result")
         in_range(op, "C1", "split_dimension", [split], t.rank)
         in_range(op, "C3", "concat_dimension", [concat], t.rank)
-        if t.shape[split] is not None and t.shape[split] % count:
-            fail(op, "C2", f"dimension {split} of size {t.shape[split]} is not divisible by "
+        size = t.shape[split]
+        if size is not None and size % count:
+            fail(op, "C2", f"dimension {split} of size {size} is not divisible by "
                            f"split_count {count}", v)
         want = t.shape
         if split != concat:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
 import numpy as np
@@ -111,6 +111,16 @@ def region_results(op: Op, region: Region, what: str) -> list[Type]:
     return [v.type for v in block.ops[-1].operands]
 
 
-def same_types(a: list[Type], b: list[Type]) -> bool:
+def same_types(a: Sequence[Type], b: Sequence[Type]) -> bool:
     """Whether ``a`` and ``b`` are equally long and pairwise compatible (:func:`types_ok`)."""
     return len(a) == len(b) and all(types_ok(x, y) for x, y in zip(a, b, strict=False))
+
+
+def list_attr(op: Op, name: str) -> list[object] | None:
+    """Attribute ``name`` (an array or list) as a Python list; None when absent."""
+    value = op.attr(name)
+    if value is None:
+        return None
+    if not isinstance(value, Iterable):
+        raise TypeError(f"'{op.name}': attribute {name!r} is not a list: {value!r}")
+    return list(value)

@@ -96,7 +96,7 @@ def verify_scan(op: Op) -> None:
     are the outputs (the slices stacked along ``dimension``) then the final carries."""
     inputs = [tensor(op, v, "input") for v in op.operand_group("inputs")]
     inits = [v.type for v in op.operand_group("inits")]
-    dim = int(op.attr("dimension", 0))
+    dim = op.int_attr("dimension", 0)
     for t in inputs:
         in_range(op, "", "dimension", [dim], t.rank)
     lengths = {t.shape[dim] for t in inputs}
@@ -132,7 +132,7 @@ def verify_get_tuple_element(op: Op) -> None:
     t = op.operands[0].type
     if not isinstance(t, TupleType):
         fail(op, "", f"operand must be a tuple, got {t}")
-    i = op.attr("index", 0)
+    i = op.int_attr("index", 0)
     if not 0 <= i < len(t.types):
         fail(op, "C1", f"index {i} is out of range for {t}")
     if op.result_types[0] != t.types[i]:

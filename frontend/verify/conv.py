@@ -9,6 +9,7 @@ from frontend.verify.common import (
     constant_value,
     dims,
     fail,
+    list_attr,
     shapes_ok,
     tensor,
     verifies,
@@ -34,10 +35,10 @@ def verify_convolution(op: Op) -> None:
         _dynamic_padding(op, n - 2)
     lhs_dil = sized(op, "lhs_dilation", n - 2, 1, ("C5", "C6"))
     rhs_dil = sized(op, "rhs_dilation", n - 2, 1, ("C7", "C8"))
-    rev = op.attr("window_reversal")
+    rev = list_attr(op, "window_reversal")
     if rev is not None and len(rev) != n - 2:
         fail(op, "C9", f"window_reversal must have {n - 2} entries, got {len(rev)}")
-    prec = op.attr("precision_config")
+    prec = list_attr(op, "precision_config")
     if prec is not None and len(prec) not in (0, 2):
         fail(op, "C24", f"precision_config must have 2 entries, got {len(prec)}")
     _check_labels(op, dn.lhs, n, "bf", "C13", "lhs")
@@ -45,7 +46,7 @@ def verify_convolution(op: Op) -> None:
     _check_labels(op, dn.out, n, "bf", "C20", "result")
     if r.rank != n:
         fail(op, "C26", f"result rank must be {n}, got {r.rank}")
-    fgc, bgc = op.attr("feature_group_count", 1), op.attr("batch_group_count", 1)
+    fgc, bgc = op.int_attr("feature_group_count", 1), op.int_attr("batch_group_count", 1)
     if fgc <= 0:
         fail(op, "C21", f"feature_group_count must be positive, got {fgc}")
     if bgc <= 0:
@@ -53,7 +54,7 @@ def verify_convolution(op: Op) -> None:
     if fgc != 1 and bgc != 1:
         fail(op, "C23", "feature_group_count or batch_group_count must be 1")
     _check_groups(op, lhs.shape, rhs.shape, dn, fgc, bgc)
-    want = [None] * n
+    want: list[int | None] = [None] * n
     want[dn.out.index("b")] = _div(lhs.shape[dn.lhs.index("b")], bgc)
     want[dn.out.index("f")] = rhs.shape[dn.rhs.index("o")]
     for i, (li, ri, oi) in enumerate(zip(dn.spatial(dn.lhs), dn.spatial(dn.rhs),

@@ -3,6 +3,8 @@ constraints: its rules are those of ChloOps.td/.cpp)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
 from frontend.ir.types import IntegerType
@@ -11,6 +13,7 @@ from frontend.verify.common import (
     dims,
     fail,
     in_range,
+    list_attr,
     shapes_ok,
     tensor,
     unique,
@@ -27,9 +30,10 @@ def verify_dot_general(op: Op) -> None:
     dn = op.attrs.get("dot_dimension_numbers")
     if not isinstance(dn, A.StructAttr):
         fail(op, "", "needs dot_dimension_numbers = #stablehlo.dot<...>")
-    lb, rb = list(dn.get("lhs_batching_dimensions")), list(dn.get("rhs_batching_dimensions"))
-    lc = list(dn.get("lhs_contracting_dimensions"))
-    rc = list(dn.get("rhs_contracting_dimensions"))
+    lb = A.as_ints(dn.get("lhs_batching_dimensions"))
+    rb = A.as_ints(dn.get("rhs_batching_dimensions"))
+    lc = A.as_ints(dn.get("lhs_contracting_dimensions"))
+    rc = A.as_ints(dn.get("rhs_contracting_dimensions"))
     if len(lb) != len(rb):
         fail(op, "C1", f"lhs and rhs batching dimensions differ in number: {lb} vs {rb}")
     if len(lc) != len(rc):
@@ -48,7 +52,7 @@ def verify_dot_general(op: Op) -> None:
         if not dim_ok(lhs.shape[a], rhs.shape[b]):
             fail(op, "C10", f"contracting dimension sizes differ: lhs[{a}] = {lhs.shape[a]}, "
                             f"rhs[{b}] = {rhs.shape[b]}")
-    prec = op.attr("precision_config")
+    prec = list_attr(op, "precision_config")
     if prec is not None and len(prec) not in (0, 2):
         fail(op, "C11", f"precision_config must have 2 entries, got {len(prec)}")
     free_l = [d for i, d in enumerate(lhs.shape) if i not in lb + lc]
@@ -60,7 +64,7 @@ def verify_dot_general(op: Op) -> None:
     _check_algorithm(op, prec)
 
 
-def _check_algorithm(op: Op, prec: list[str] | None) -> None:
+def _check_algorithm(op: Op, prec: Sequence[object] | None) -> None:
     """(C21)-(C24): an algorithm needs DEFAULT precisions and positive counts."""
     alg = op.attrs.get("algorithm")
     if not isinstance(alg, A.StructAttr) or not alg.fields:

@@ -45,7 +45,7 @@ def verify_dynamic_slice(op: Op) -> None:
     """(C1)-(C5) of dynamic_slice."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    sizes = list(op.attr("slice_sizes", []))
+    sizes = op.ints_attr("slice_sizes", [])
     if t.element != r.element:
         fail(op, "C1", f"result element type {r.element} differs from operand's {t.element}")
     if len(sizes) != t.rank:
@@ -82,7 +82,7 @@ def verify_dynamic_update_slice(op: Op) -> None:
 def verify_get_dimension_size(op: Op) -> None:
     """(C1) 0 <= dimension < rank(operand)."""
     t = tensor(op, op.operands[0], "operand")
-    in_range(op, "C1", "dimension", [op.attr("dimension", 0)], t.rank)
+    in_range(op, "C1", "dimension", [op.int_attr("dimension", 0)], t.rank)
 
 
 @verifies("dynamic_iota")
@@ -92,7 +92,7 @@ def verify_dynamic_iota(op: Op) -> None:
     r = tensor(op, op.result_types[0], "result")
     if s.shape[0] is not None and r.rank != s.shape[0]:
         fail(op, "C2", f"result rank {r.rank} must equal size(output_shape) = {s.shape[0]}")
-    in_range(op, "C1", "iota_dimension", [op.attr("iota_dimension", 0)], r.rank)
+    in_range(op, "C1", "iota_dimension", [op.int_attr("iota_dimension", 0)], r.rank)
 
 
 @verifies("dynamic_reshape")
@@ -120,8 +120,8 @@ def verify_dynamic_broadcast_in_dim(op: Op) -> None:
     if s.shape[0] is not None and s.shape[0] != r.rank:
         fail(op, "C7", f"size(output_dimensions) = {s.shape[0]} must equal the result rank "
                        f"{r.rank}")
-    exp = list(op.attr("known_expanding_dimensions", []))
-    nonexp = list(op.attr("known_nonexpanding_dimensions", []))
+    exp = op.ints_attr("known_expanding_dimensions", [])
+    nonexp = op.ints_attr("known_nonexpanding_dimensions", [])
     unique(op, "C8", "known expanding and non-expanding dimensions", exp + nonexp)
     in_range(op, "C9", "known_expanding_dimensions", exp, t.rank)
     in_range(op, "C10", "known_nonexpanding_dimensions", nonexp, t.rank)

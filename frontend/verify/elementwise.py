@@ -205,9 +205,9 @@ def verify_reduce_precision(op: Op) -> None:
     """(C1) result type, (C2) exponent_bits >= 1, (C3) mantissa_bits >= 0."""
     if not types_ok(op.operands[0].type, op.result_types[0]):
         fail(op, "C1", "result type must equal the operand type")
-    if op.attr("exponent_bits", 1) < 1:
+    if op.int_attr("exponent_bits", 1) < 1:
         fail(op, "C2", f"exponent_bits must be >= 1, got {op.attr('exponent_bits')}")
-    if op.attr("mantissa_bits", 0) < 0:
+    if op.int_attr("mantissa_bits", 0) < 0:
         fail(op, "C3", f"mantissa_bits must be >= 0, got {op.attr('mantissa_bits')}")
 
 
@@ -222,7 +222,7 @@ def verify_map(op: Op) -> None:
         if not shapes_ok(t.shape, r.shape):
             fail(op, "C1", f"input shape {dims(t.shape)} differs from result shape "
                            f"{dims(r.shape)}")
-    if list(op.attr("dimensions", [])) != list(range(ins[0].rank)):
+    if op.ints_attr("dimensions", []) != list(range(ins[0].rank)):
         fail(op, "C3", f"dimensions must be {list(range(ins[0].rank))}")
     args = [a.type for a in op.regions[0].block.args]
     if args != [TensorType((), t.element) for t in ins]:

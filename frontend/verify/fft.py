@@ -18,7 +18,7 @@ def verify_fft(op: Op) -> None:
     """(C1)/(C3) fft_length size, (C2) element types, (C4) fft_length, (C5) shapes."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    length = list(op.attr("fft_length", []))
+    length = op.ints_attr("fft_length", [])
     kind = op.attr("fft_type")
     if not 1 <= len(length) <= 3 or len(length) > t.rank:
         fail(op, "C3", f"fft_length must have 1 to 3 entries, at most rank {t.rank}")

@@ -26,6 +26,13 @@ def _q(t: TensorType) -> QuantizedType:
     return t.element
 
 
+def _axis(t: TensorType) -> int:
+    """The quantization dimension of per-axis quantized ``t``."""
+    axis = _q(t).axis
+    assert axis is not None, "per-axis quantized types have a quantization dimension"
+    return axis
+
+
 def check_add(op: Op) -> None:
     """add (C2)-(C7)."""
     lhs, rhs = tensor(op, op.operands[0], "lhs"), tensor(op, op.operands[1], "rhs")
@@ -136,9 +143,10 @@ def check_broadcast_axis(op: Op, t: TensorType, r: TensorType, bd: list[int]) ->
     if not (is_per_axis(r) and is_per_axis(t)):
         return
     qt, qr = _q(t), _q(r)
-    if qt.axis < len(bd) and qr.axis != bd[qt.axis]:
-        fail(op, "C6", f"result quantization_dimension must be {bd[qt.axis]}, got {qr.axis}")
-    if t.shape[qt.axis] == 1 and (set(qr.scales) != {qt.scales[0]} or
+    at, ar = _axis(t), _axis(r)
+    if at < len(bd) and ar != bd[at]:
+        fail(op, "C6", f"result quantization_dimension must be {bd[at]}, got {ar}")
+    if t.shape[at] == 1 and (set(qr.scales) != {qt.scales[0]} or
                                   set(qr.zero_points) != {qt.zero_points[0]}):
         fail(op, "C6", "a broadcast size-1 quantized dimension must repeat the operand's "
                        "scale and zero point")
@@ -152,7 +160,7 @@ def check_reshape_axis(op: Op, t: TensorType, r: TensorType, rule: str) -> None:
     """reshape (C3): the quantized dimension and the sizes before/after it are kept."""
     if not (is_per_axis(t) and is_per_axis(r)):
         return
-    a, b = _q(t).axis, _q(r).axis
+    a, b = _axis(t), _axis(r)
     pairs = [(t.shape[:a], r.shape[:b]), (t.shape[a:a + 1], r.shape[b:b + 1]),
              (t.shape[a + 1:], r.shape[b + 1:])]
     for x, y in pairs:
@@ -164,11 +172,11 @@ def check_reshape_axis(op: Op, t: TensorType, r: TensorType, rule: str) -> None:
 
 def check_transpose_axis(op: Op, t: TensorType, r: TensorType, perm: list[int]) -> None:
     """transpose (C4): quantization_dimension(operand) = permutation[qd(result)]."""
-    if not (is_per_axis(r) and is_per_axis(t)) or _q(r).axis >= len(perm):
+    if not (is_per_axis(r) and is_per_axis(t)) or _axis(r) >= len(perm):
         return
-    if _q(t).axis != perm[_q(r).axis]:
-        fail(op, "C4", f"operand quantization_dimension {_q(t).axis} must equal "
-                       f"permutation[{_q(r).axis}] = {perm[_q(r).axis]}")
+    if _axis(t) != perm[_axis(r)]:
+        fail(op, "C4", f"operand quantization_dimension {_axis(t)} must equal "
+                       f"permutation[{_axis(r)}] = {perm[_axis(r)]}")
 
 
 def check_uniform_quantize(op: Op, t: TensorType, r: TensorType) -> None:

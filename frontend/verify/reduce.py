@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frontend.ir.core import Op
-from frontend.ir.types import TensorType, format_results
+from frontend.ir.types import TensorType, Type, format_results
 from frontend.verify.common import (
     dims,
     fail,
@@ -32,11 +32,11 @@ def verify_reduce(op: Op) -> None:
         if t.element != i.element:
             fail(op, "C2", f"input element type {t.element} differs from init value's "
                            f"{i.element}")
-    d = list(op.attr("dimensions", []))
+    d = op.ints_attr("dimensions", [])
     in_range(op, "C4", "dimensions", d, inputs[0].rank)
     unique(op, "C5", "dimensions", d)
     args = [a.type for a in op.regions[0].block.args]
-    want = [TensorType((), t.element) for t in inits] * 2
+    want: list[Type] = [TensorType((), t.element) for t in inits * 2]
     if not same_types(args, want) or not same_types(region_results(op, op.regions[0],
                                                                      "body"), want[:len(inits)]):
         fail(op, "C6", f"body must have type ({', '.join(map(str, want))}) -> "

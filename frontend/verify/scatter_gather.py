@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
@@ -73,7 +73,7 @@ _DYNAMIC_RULES = {"C7": "C6", "C8": "C7", "C9": "C8", "C18": "C9", "C19": "C10",
 @verifies("gather")
 def verify_gather(op: Op) -> None:
     """(C1)-(C23) of gather."""
-    _check_gather(op, list(op.attr("slice_sizes", [])), lambda rule: rule)
+    _check_gather(op, op.ints_attr("slice_sizes", []), lambda rule: rule)
 
 
 @verifies("dynamic_gather")
@@ -98,17 +98,17 @@ def _slice_sizes(op: Op, rank: int) -> list[int | None]:
     return [int(x) for x in const.reshape(-1)]
 
 
-def _check_gather(op: Op, sizes: list[int | None], rn: Callable[[str], str]) -> None:
+def _check_gather(op: Op, sizes: Sequence[int | None], rn: Callable[[str], str]) -> None:
     """Gather's rules, numbered by ``rn`` (gather's number to the op's)."""
     operand = tensor(op, op.operands[0], "operand")
     idx = tensor(op, op.operands[1], "start_indices")
     result = tensor(op, op.result_types[0], "result")
     dn = _dn(op, "dimension_numbers")
-    offset, collapsed = list(dn.get("offset_dims")), list(dn.get("collapsed_slice_dims"))
-    obatch = list(dn.get("operand_batching_dims"))
-    ibatch = list(dn.get("start_indices_batching_dims"))
-    start_map = list(dn.get("start_index_map"))
-    ivd = dn.get("index_vector_dim", 0)
+    offset, collapsed = A.as_ints(dn.get("offset_dims")), A.as_ints(dn.get("collapsed_slice_dims"))
+    obatch = A.as_ints(dn.get("operand_batching_dims"))
+    ibatch = A.as_ints(dn.get("start_indices_batching_dims"))
+    start_map = A.as_ints(dn.get("start_index_map"))
+    ivd = A.as_int(dn.get("index_vector_dim", 0))
     if operand.rank != len(offset) + len(collapsed) + len(obatch):
         fail(op, rn("C1"), f"operand rank {operand.rank} must equal size(offset_dims) + "
                            f"size(collapsed_slice_dims) + size(operand_batching_dims) = "
@@ -144,8 +144,8 @@ def _check_gather(op: Op, sizes: list[int | None], rn: Callable[[str], str]) -> 
             fail(op, rn("C9" if d in collapsed else "C12"),
                  f"{'collapsed' if d in collapsed else 'batching'} dimension {d} must have "
                  f"slice size <= 1, got {sizes[d]}")
-    for s, d in zip(sizes, operand.shape, strict=True):
-        if s is not None and (s < 0 or (d is not None and s > d)):
+    for size, extent in zip(sizes, operand.shape, strict=True):
+        if size is not None and (size < 0 or (extent is not None and size > extent)):
             fail(op, rn("C21"), f"slice_sizes {sizes} must lie within the operand shape "
                                 f"{dims(operand.shape)}")
     offset_sizes = [s for i, s in enumerate(sizes) if i not in collapsed + obatch]
@@ -167,11 +167,11 @@ def verify_scatter(op: Op) -> None:
     dn = _dn(op, "scatter_dimension_numbers")
     if not inputs or len(inputs) != len(updates):
         fail(op, "C5", "needs N > 0 inputs and N updates")
-    uwd, iwd = list(dn.get("update_window_dims")), list(dn.get("inserted_window_dims"))
-    ibd = list(dn.get("input_batching_dims"))
-    sbd = list(dn.get("scatter_indices_batching_dims"))
-    sdo = list(dn.get("scatter_dims_to_operand_dims"))
-    ivd = dn.get("index_vector_dim", 0)
+    uwd, iwd = A.as_ints(dn.get("update_window_dims")), A.as_ints(dn.get("inserted_window_dims"))
+    ibd = A.as_ints(dn.get("input_batching_dims"))
+    sbd = A.as_ints(dn.get("scatter_indices_batching_dims"))
+    sdo = A.as_ints(dn.get("scatter_dims_to_operand_dims"))
+    ivd = A.as_int(dn.get("index_vector_dim", 0))
     rank = inputs[0].rank
     for t in inputs:
         if not shapes_ok(t.shape, inputs[0].shape):
@@ -218,9 +218,9 @@ def verify_scatter(op: Op) -> None:
             and all(types_ok(a, b) for a, b in zip(got, scalars, strict=True))):
         fail(op, "C23", f"update_computation must take ({', '.join(map(str, scalars * 2))}) "
                         f"and return ({', '.join(map(str, scalars))})")
-    for r, t in zip(op.result_types, op.operand_group("inputs"), strict=False):
-        if not types_ok(r, t.type):
-            fail(op, "C24", f"result type {r} must equal the input type {t.type}")
+    for r, v in zip(op.result_types, op.operand_group("inputs"), strict=False):
+        if not types_ok(r, v.type):
+            fail(op, "C24", f"result type {r} must equal the input type {v.type}")
 
 
 def _check_update_shape(op: Op, inp: TensorType, upd: TensorType, idx: TensorType,

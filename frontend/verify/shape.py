@@ -38,7 +38,7 @@ def verify_broadcast_in_dim(op: Op) -> None:
     """(C1)-(C5) of broadcast_in_dim."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    bd = list(op.attr("broadcast_dimensions", []))
+    bd = op.ints_attr("broadcast_dimensions", [])
     check_element_kept(op, t, r, BROADCAST_FIELDS)
     if len(bd) != t.rank:
         fail(op, "C2", f"broadcast_dimensions has {len(bd)} entries but the operand has rank "
@@ -70,7 +70,7 @@ def verify_transpose(op: Op) -> None:
     """(C1) element type, (C2) permutation, (C3) result shape, (C4) quantized dimension."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    perm = list(op.attr("permutation", []))
+    perm = op.ints_attr("permutation", [])
     check_element_kept(op, t, r, ("axis",))
     if sorted(perm) != list(range(t.rank)):
         fail(op, "C2", f"{perm} is not a permutation of range({t.rank})")
@@ -87,7 +87,7 @@ def verify_concatenate(op: Op) -> None:
         fail(op, "C3", "needs at least one input")
     ts = [tensor(op, v, "input") for v in op.operands]
     r = tensor(op, op.result_types[0], "result")
-    d = op.attr("dimension", 0)
+    d = op.int_attr("dimension", 0)
     for v, t in zip(op.operands, ts, strict=False):
         if t.element != ts[0].element:
             fail(op, "C1", f"input element types differ: {ts[0].element} vs {t.element}", v)
@@ -111,7 +111,7 @@ def verify_slice(op: Op) -> None:
     """(C1)-(C5) of slice."""
     t = tensor(op, op.operands[0], "operand")
     r = tensor(op, op.result_types[0], "result")
-    start, limit, strides = (list(op.attr(k, [])) for k in
+    start, limit, strides = (op.ints_attr(k, []) for k in
                              ("start_indices", "limit_indices", "strides"))
     _same_element(op, "C1")
     if not len(start) == len(limit) == len(strides) == t.rank:
@@ -133,7 +133,7 @@ def verify_slice(op: Op) -> None:
 def verify_iota(op: Op) -> None:
     """(C1) 0 <= iota_dimension < rank(output)."""
     r = tensor(op, op.result_types[0], "result")
-    in_range(op, "C1", "iota_dimension", [op.attr("iota_dimension", 0)], r.rank)
+    in_range(op, "C1", "iota_dimension", [op.int_attr("iota_dimension", 0)], r.rank)
 
 
 @verifies("reverse")
@@ -143,7 +143,7 @@ def verify_reverse(op: Op) -> None:
     r = tensor(op, op.result_types[0], "result")
     if t.element != r.element or not shapes_ok(t.shape, r.shape):
         fail(op, "C1", f"result type {r} must equal the operand type {t}")
-    d = list(op.attr("dimensions", []))
+    d = op.ints_attr("dimensions", [])
     unique(op, "C2", "dimensions", d)
     in_range(op, "C3", "dimensions", d, t.rank)
 
@@ -156,7 +156,7 @@ def verify_pad(op: Op) -> None:
     pv = tensor(op, op.operands[1], "padding_value")
     if pv.element != t.element or pv.rank != 0:
         fail(op, "C1", f"padding_value must be a scalar of {t.element}, got {pv}")
-    lo, hi, inner = (list(op.attr(k, [])) for k in
+    lo, hi, inner = (op.ints_attr(k, []) for k in
                      ("edge_padding_low", "edge_padding_high", "interior_padding"))
     if not len(lo) == len(hi) == len(inner) == t.rank:
         fail(op, "C2", f"padding sizes must equal the operand rank {t.rank}")

@@ -23,7 +23,7 @@ from frontend.verify.common import (
 def verify_top_k(op: Op) -> None:
     """k <= last dimension; values and indices have shape [..., k]."""
     t = tensor(op, op.operands[0], "operand")
-    k = op.attr("k", 0)
+    k = op.int_attr("k", 0)
     if t.rank == 0 or (t.shape[-1] is not None and not 0 <= k <= t.shape[-1]):
         fail(op, "", f"k = {k} must be between 0 and the last dimension of {t}")
     want = t.shape[:-1] + (k,)
@@ -43,7 +43,7 @@ def verify_sort(op: Op) -> None:
             fail(op, "C1", f"input shapes differ: {dims(ts[0].shape)} vs {dims(t.shape)}")
     if not same_types(op.result_types, [v.type for v in op.operands]):
         fail(op, "C2", "result types must equal input types")
-    d = op.attr("dimension", -1)
+    d = op.int_attr("dimension", -1)
     if not -ts[0].rank <= d < max(ts[0].rank, 1):
         fail(op, "C4", f"dimension {d} is out of range for rank {ts[0].rank}")
     args = [a.type for a in op.regions[0].block.args]

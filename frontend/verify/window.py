@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from frontend.ir import attrs as A
 from frontend.ir.core import Op
-from frontend.ir.types import IntegerType, TensorType
+from frontend.ir.types import IntegerType, TensorType, Type
 from frontend.verify.common import dims, fail, region_results, shapes_ok, tensor, types_ok, verifies
 
 
@@ -37,7 +37,7 @@ def padding_of(op: Op, rank: int, rule: str) -> list[tuple[int, int]]:
 
 def sized(op: Op, name: str, rank: int, default: int, rules: tuple[str, str]) -> list[int]:
     """An i64 array attribute of ``rank`` positive entries (``default`` when absent)."""
-    values = list(op.attr(name, [default] * rank))
+    values = op.ints_attr(name, [default] * rank)
     if len(values) != rank:
         fail(op, rules[0], f"{name} must have {rank} entries, got {len(values)}")
     if any(v <= 0 for v in values):
@@ -79,7 +79,7 @@ def verify_reduce_window(op: Op) -> None:
             fail(op, "C16", f"result element type must be {s.element}, got {rt.element}")
 
 
-def _all_ok(a: Sequence[object], b: Sequence[object]) -> bool:
+def _all_ok(a: Sequence[Type], b: Sequence[Type]) -> bool:
     return len(a) == len(b) and all(types_ok(x, y) for x, y in zip(a, b, strict=True))
 
 

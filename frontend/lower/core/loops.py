@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from frontend.ir.core import Block, Op, Value
 from frontend.lower.core import types
 from frontend.lower.core.driver import FuncLowering
@@ -106,7 +104,7 @@ def _constant(v: Value) -> int | None:
     owner = v.owner
     if not isinstance(owner, Op) or owner.name != "stablehlo.constant" or types.shape(v) != ():
         return None
-    array = np.asarray(owner.attrs["value"].array)  # type: ignore[attr-defined]
+    array = owner.dense_attr("value")
     if array.dtype.kind not in "iu":
         return None
     return int(array.reshape(-1)[0])

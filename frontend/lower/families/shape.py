@@ -16,7 +16,7 @@ from frontend.lower.core.registry import elemental, kernel
 @kernel("stablehlo.constant")
 def constant(lw: FuncLowering, op: Op) -> None:
     """A splat stays a literal (elemental); other constants become initialized buffers."""
-    array = np.asarray(op.attrs["value"].array)  # type: ignore[attr-defined]
+    array = op.dense_attr("value")
     if _is_splat(array):
         return  # lazy: see splat()
     t = types.elem(op.result)
@@ -34,7 +34,7 @@ def _is_splat(array: np.ndarray) -> bool:
 @elemental("stablehlo.constant", cheap=True)
 def splat(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """The splat value as a literal."""
-    array = np.asarray(op.attrs["value"].array)  # type: ignore[attr-defined]
+    array = op.dense_attr("value")
     value = array.reshape(-1)[0].item() if array.size else 0
     return f.k.const(value, types.elem(op.result))
 
@@ -42,14 +42,14 @@ def splat(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 @elemental("stablehlo.get_dimension_size", cheap=True)
 def get_dimension_size(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """The static size of a dimension."""
-    d = int(op.attr("dimension"))  # type: ignore[arg-type]
+    d = op.int_attr("dimension")
     return f.k.const(types.shape(op.operand("operand"))[d], types.elem(op.result))
 
 
 @elemental("stablehlo.iota", "stablehlo.dynamic_iota", cheap=True)
 def iota(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """The index along ``iota_dimension``, converted to the element type."""
-    i = f.k.idx(idx[int(op.attr("iota_dimension"))])  # type: ignore[arg-type]
+    i = f.k.idx(idx[op.int_attr("iota_dimension")])
     t = types.elem(op.result)
     if t == "i1":
         return f.k.cmp("ne", i, f.k.idx(0), "index")
@@ -60,7 +60,7 @@ def iota(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 def broadcast_in_dim(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """operand[idx[dims[0]], ...] (size-1 operand dimensions read index 0)."""
     src = op.operand("operand")
-    dims = list(op.attr("broadcast_dimensions"))  # type: ignore[call-overload]
+    dims = op.ints_attr("broadcast_dimensions")
     shape = types.shape(src)
     return f.value(src, [0 if shape[d] == 1 else idx[dims[d]] for d in range(len(dims))])
 
@@ -76,7 +76,7 @@ def reshape(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 @elemental("stablehlo.transpose")
 def transpose(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """result[idx] = operand[idx permuted back]."""
-    perm = list(op.attr("permutation"))  # type: ignore[call-overload]
+    perm = op.ints_attr("permutation")
     src_idx: list[IndexExpr] = [0] * len(perm)
     for r, p in enumerate(perm):
         src_idx[p] = idx[r]
@@ -86,8 +86,8 @@ def transpose(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 @elemental("stablehlo.slice")
 def slice_(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """operand[start + idx * stride]."""
-    start = list(op.attr("start_indices"))  # type: ignore[call-overload]
-    strides = list(op.attr("strides"))  # type: ignore[call-overload]
+    start = op.ints_attr("start_indices")
+    strides = op.ints_attr("strides")
     k = f.k
     return f.value(op.operand("operand"),
                    [k.iadd(s, k.imul(i, st)) for i, s, st in zip(idx, start, strides,
@@ -97,7 +97,7 @@ def slice_(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 @elemental("stablehlo.reverse")
 def reverse(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """operand[n - 1 - idx] along the reversed dimensions."""
-    dims = set(op.attr("dimensions"))  # type: ignore[call-overload]
+    dims = set(op.ints_attr("dimensions"))
     shape = types.shape(op.result)
     k = f.k
     return f.value(op.operand("operand"),
@@ -109,7 +109,7 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """Pick the input whose range along ``dimension`` holds the index: a binary search
     over the inputs' offsets (branches nested log2(inputs) deep, not one per input: a
     stack of 400 arrays exceeded Python's recursion limit)."""
-    d = int(op.attr("dimension"))  # type: ignore[arg-type]
+    d = op.int_attr("dimension")
     inputs = [v for v in op.operands if types.shape(v)[d] > 0]
     t = types.elem(op.result)
     k = f.k
@@ -120,8 +120,9 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 
     def pick(lo: int, hi: int) -> str:
         """The element from the one of inputs ``lo..hi`` whose range holds it."""
-        if isinstance(idx[d], int):  # known now: that input, no branch
-            lo = hi = max(j for j in range(lo, hi + 1) if offsets[j] <= idx[d])
+        at_d = idx[d]
+        if isinstance(at_d, int):  # known now: that input, no branch
+            lo = hi = max(j for j in range(lo, hi + 1) if offsets[j] <= at_d)
         if lo == hi:
             sub = list(idx)
             sub[d] = k.isub(idx[d], offsets[lo])
@@ -137,8 +138,8 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 def pad(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """operand[(idx - low) / (interior + 1)] where that lands on an element, else padding."""
     src = op.operand("operand")
-    low = list(op.attr("edge_padding_low"))  # type: ignore[call-overload]
-    interior = list(op.attr("interior_padding"))  # type: ignore[call-overload]
+    low = op.ints_attr("edge_padding_low")
+    interior = op.ints_attr("interior_padding")
     shape = types.shape(src)
     t = types.elem(op.result)
     k = f.k

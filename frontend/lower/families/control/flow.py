@@ -186,7 +186,7 @@ def get_tuple_element(lw: FuncLowering, op: Op) -> None:
     if elements is None:
         raise CompileError.at(op.loc, "tuples not built by 'stablehlo.tuple' in this "
                               "function are not supported yet")
-    element = elements[int(op.attr("index"))]  # type: ignore[arg-type]
+    element = elements[op.int_attr("index")]
     if element in lw.tuples:
         lw.tuples[op.result] = lw.tuples[element]
     else:

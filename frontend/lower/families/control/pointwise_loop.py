@@ -222,8 +222,7 @@ def _uniform_initial(f: Fused, v: Value) -> list[str]:
     shape, t = types.shape(v), types.elem(v)
     owner = v.owner
     if isinstance(owner, Op) and owner.name == "stablehlo.constant":
-        array = np.broadcast_to(np.asarray(owner.attrs["value"].array),  # type: ignore[attr-defined]
-                                shape).reshape(-1)
+        array = np.broadcast_to(owner.dense_attr("value"), shape).reshape(-1)
         return [f.k.const(x.item(), t) for x in array]
     return [f.value(v, f.k.delinearize(j, shape)) for j in range(prod(shape))]
 
