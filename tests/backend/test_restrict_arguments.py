@@ -13,7 +13,8 @@ from tensorlang.plan import Buffer, Launch, Plan, While, distinct_argument_kerne
 GRU_LIKE = """
 func.func public @main(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>)
     -> tensor<16x64xf32> {
-  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+      : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
   %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<16x64xf32>
   %2 = stablehlo.add %0, %1 : tensor<16x64xf32>
   %3 = stablehlo.logistic %2 : tensor<16x64xf32>

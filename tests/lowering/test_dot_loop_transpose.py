@@ -36,7 +36,9 @@ def vmapped_cell(extra_use: bool = False) -> str:
     %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %p : tensor<i1>
   }} do {{
-      %d = stablehlo.dot_general %w, %h, contracting_dims = [1] x [1], precision = [DEFAULT, HIGHEST] : (tensor<{H}x{H}xf32>, tensor<{B}x{H}xf32>) -> tensor<{H}x{B}xf32>
+      %d = stablehlo.dot_general %w, %h, contracting_dims = [1] x [1],
+          precision = [DEFAULT, HIGHEST]
+          : (tensor<{H}x{H}xf32>, tensor<{B}x{H}xf32>) -> tensor<{H}x{B}xf32>
       %t = stablehlo.transpose %d, dims = [1, 0] : (tensor<{H}x{B}xf32>) -> tensor<{B}x{H}xf32>
       {tail}
       %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<{H}xf32>) -> tensor<{B}x{H}xf32>
@@ -79,8 +81,8 @@ def test_a_transposed_product_in_a_loop(extra_use: bool) -> None:
     names, printed = body_ops(text)
     assert ("stablehlo.transpose" in names) == extra_use  # a second reader keeps it
     if not extra_use:  # the operands swapped, and their precisions with them
-        assert "contracting_dims = [1] x [1], precision = [HIGHEST, DEFAULT] : (tensor<8x16xf32>, " \
-            "tensor<16x16xf32>) -> tensor<8x16xf32>" in printed
+        assert "contracting_dims = [1] x [1], precision = [HIGHEST, DEFAULT] : " \
+            "(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>" in printed
     w, h, b = ((RNG.standard_normal(s) * 0.3).astype(np.float32)
                for s in ((H, H), (B, H), (H,)))
     (got,) = run(text, w, h, b)

@@ -18,7 +18,7 @@ from tensorlang.plan import Launch
 
 from .conftest import RNG, module, run
 
-B, I, H = 4, 8, 16
+B, I, H = 4, 8, 16  # noqa: E741 - batch, input and hidden sizes
 
 
 def unrolled_rnn(steps: int, *, sequence: bool = False, reslice: bool = False,

@@ -5,8 +5,9 @@ A recurrent cell unrolled in Python (flax's ``nn.GRUCell`` in a ``for`` loop, ha
 the cell's ops once per time step: ``h_t = cell(h_{t-1}, x_t)``.  Each step's products
 depend on the one before, so the block is a chain of small kernels, two to four launches
 a step (a 32-step GRU: ~130 launches a call, each ~35 us of PoCL's time).  jax's own
-``lax.scan`` of the same cell is one ``while`` that :mod:`frontend.lower.families.control.device_loop` runs
-as one kernel.  :func:`reroll_recurrences` gives the unrolled form the same loop:
+``lax.scan`` of the same cell is one ``while`` that
+:mod:`frontend.lower.families.control.device_loop` runs as one kernel.
+:func:`reroll_recurrences` gives the unrolled form the same loop:
 
 1. **Find the repetition**: the ops of the block are compared by a signature (name,
    types, attributes; a ``slice``'s bounds left out), and a window of ``T >= MIN_STEPS``
