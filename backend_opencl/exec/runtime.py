@@ -26,7 +26,7 @@ from tensorlang.plan import Launch, Plan
 Writeback = Callable[[], None]
 """Copies what a kernel wrote back into the caller's arrays (after the launch's wait)."""
 
-Binder = Callable[[], tuple[list[Any], Writeback | None]]
+Binder = Callable[[], tuple[list[object], Writeback | None]]
 """Binds one checked argument at launch: its kernel arguments and how to copy results
 back (None: nothing to copy)."""
 
@@ -46,7 +46,7 @@ class Device(Protocol):
 class Built(Protocol):
     """A program built for a device: its kernels by C name."""
 
-    def kernel(self, c_name: str) -> Any:
+    def kernel(self, c_name: str) -> object:
         """The runtime's handle of kernel ``c_name`` (launched by :meth:`KernelRuntime.launch`)."""
 
 
@@ -54,19 +54,19 @@ class Run(Protocol):
     """What a runtime uses of one call's state (the executor's run or a prepared frame):
     its buffers and what it has in flight (:class:`InFlight`)."""
 
-    last: Any
-    keep: list[Any]
+    last: object
+    keep: list[object]
 
-    def get(self, bid: int) -> Any:
+    def get(self, bid: int) -> object:
         """The memory of buffer ``bid`` in this call."""
 
-    def borrow(self, bid: int, arr: Any) -> None:
+    def borrow(self, bid: int, arr: object) -> None:
         """Make ``arr`` (memory that is not the pool's) buffer ``bid``."""
 
-    def enqueued(self, event: Any) -> None:
+    def enqueued(self, event: object) -> None:
         """Note ``event`` as the last command's."""
 
-    def transfer(self, event: Any) -> None:
+    def transfer(self, event: object) -> None:
         """Note a host transfer's event as the last command's, kept until the wait."""
 
 
@@ -82,7 +82,7 @@ class Kernel(Protocol):
         """Its launch facts."""
 
     @property
-    def handle(self) -> Any:
+    def handle(self) -> object:
         """The runtime's kernel object."""
 
 
@@ -97,7 +97,7 @@ class Executable(Protocol):
     (:class:`~backend_opencl.exec.executable.Executable`)."""
 
     plan: Plan
-    module: Any
+    module: object
     name: str
     storage: list[np.dtype]
     written: frozenset[int]
@@ -117,13 +117,13 @@ class Executable(Protocol):
     def poison(self) -> bool:
         """Whether new buffers are filled with 0xFF bytes."""
 
-    def new_buffer(self, bid: int) -> Any:
+    def new_buffer(self, bid: int) -> object:
         """New memory for buffer ``bid``."""
 
-    def constant(self, bid: int) -> Any:
+    def constant(self, bid: int) -> object:
         """The memory of constant buffer ``bid``."""
 
-    def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
+    def __call__(self, *arrays: object) -> tuple[np.ndarray | None, ...]:
         """A plain call."""
 
 
@@ -140,33 +140,33 @@ class KernelRuntime(Protocol):
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
         """The most work-groups of ``work_group_size`` one launch may have."""
 
-    def memref(self, value: Any, t: MemRefType, arg: ArgAbi, where: str,
-               writes: bool) -> tuple[Any, Binder]:
+    def memref(self, value: object, t: MemRefType, arg: ArgAbi, where: str,
+               writes: bool) -> tuple[object, Binder]:
         """Check a memref argument; return what the launch checks read of it (an array
         with ``shape``) and how to bind it.  LaunchError naming ``where``."""
 
-    def group(self, value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-              num_groups: int) -> tuple[Any, Binder]:
+    def group(self, value: object, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+              num_groups: int) -> tuple[object, Binder]:
         """Check a group argument; return what the launch checks read of it and how to
         bind it."""
 
-    def record(self) -> Any:
+    def record(self) -> object:
         """New device memory holding a zeroed bounds-guard error record."""
 
-    def record_arg(self, record: Any) -> Any:
+    def record_arg(self, record: object) -> object:
         """The kernel argument of a record from :meth:`record`."""
 
-    def read_record(self, record: Any) -> np.ndarray:
+    def read_record(self, record: object) -> np.ndarray:
         """The longs of a record (after the launch writing it has run)."""
 
-    def launch(self, kernel: Any, args: Sequence[Any], num_groups: int,
-               work_group_size: tuple[int, int]) -> Any:
+    def launch(self, kernel: Any, args: Sequence[object], num_groups: int,
+               work_group_size: tuple[int, int]) -> object:
         """Enqueue ``num_groups`` work-groups of kernel handle ``kernel``; its event."""
 
-    def finish(self, event: Any) -> None:
+    def finish(self, event: object) -> None:
         """Wait for ``event`` and everything enqueued before it."""
 
-    def profiled(self, name: str, event: Any, seconds: float) -> None:
+    def profiled(self, name: str, event: object, seconds: float) -> None:
         """Record a checked call of kernel ``name`` in the profile (``TLC_PROFILE``)."""
 
 
@@ -187,36 +187,36 @@ class PlanRuntime(Protocol):
         taken and given back by calls), or None to run the plan step by step.  ``direct``
         says which launches bind their buffers straight."""
 
-    def dispatch(self, exe: Executable, args: list[Any], frames: Any) -> tuple[Any, ...]:
+    def dispatch(self, exe: Executable, args: list[object], frames: Any) -> tuple[object, ...]:
         """A call with checked ``args`` that does not wait, where the runtime can (on
         ``frames``); else a plain call's results."""
 
-    def check_argument(self, exe: Executable, i: int, value: Any, bid: int) -> Any | None:
+    def check_argument(self, exe: Executable, i: int, value: object, bid: int) -> object | None:
         """Argument ``i`` as the runtime binds it when it is device memory the runtime
         knows (checked: context, layout), else None (numpy is checked by the executor)."""
 
-    def new_buffer(self, exe: Executable, bid: int) -> Any:
+    def new_buffer(self, exe: Executable, bid: int) -> object:
         """New memory for buffer ``bid`` (filled with 0xFF bytes when ``exe.poison``)."""
 
-    def pool_key(self, exe: Executable, bid: int) -> Any:
+    def pool_key(self, exe: Executable, bid: int) -> object:
         """The key under which buffer ``bid``'s memory is pooled between calls."""
 
-    def upload(self, host: np.ndarray) -> Any:
+    def upload(self, host: np.ndarray) -> object:
         """New device memory holding ``host`` (a constant of the plan)."""
 
-    def bind(self, exe: Executable, run: Run, bid: int, arg: Any, profiling: bool,
+    def bind(self, exe: Executable, run: Run, bid: int, arg: object, profiling: bool,
              snapshot: bool) -> None:
         """Make checked ``arg`` the contents of parameter buffer ``bid`` in ``run``."""
 
     def copy(self, exe: Executable, run: Run, dst: int, src: int) -> None:
         """Enqueue a copy of buffer ``src`` into buffer ``dst``."""
 
-    def direct_launch(self, module: Module, kernel: Any, num_groups: int
-                      ) -> Callable[[Run, Sequence[Any]], None]:
+    def direct_launch(self, module: Module, kernel: Kernel, num_groups: int
+                      ) -> Callable[[Run, Sequence[object]], None]:
         """A launch of ``kernel`` (a module's :class:`~backend_opencl.exec.module.Kernel`)
         binding its buffers straight (one pointer each), enqueued without waiting."""
 
-    def checked_view(self, exe: Executable, run: Run, bid: int) -> Any:
+    def checked_view(self, exe: Executable, run: Run, bid: int) -> object:
         """Buffer ``bid`` as a module kernel's checked call takes it."""
 
     def read(self, exe: Executable, run: Run, bid: int, n: int) -> np.ndarray:
@@ -245,18 +245,18 @@ class InFlight:
     (what the call waits for) and the events of host transfers, kept until that wait."""
 
     def __init__(self) -> None:
-        self.last: Any = None
+        self.last: object = None
         """The event of the call's last command (None: none in flight)."""
-        self.keep: list[Any] = []
+        self.keep: list[object] = []
         """Events of host transfers not yet waited for: pyopencl's event of such a copy
         waits for it when dropped, holding the GIL."""
 
-    def enqueued(self, event: Any) -> None:
+    def enqueued(self, event: object) -> None:
         """Note ``event`` (None: nothing was enqueued) as the last command's."""
         if event is not None:
             self.last = event
 
-    def transfer(self, event: Any) -> None:
+    def transfer(self, event: object) -> None:
         """Note the event of a copy between host and device memory (None: nothing was
         enqueued) as the last command's, and keep it until the call's wait."""
         if event is not None:
