@@ -127,10 +127,17 @@ STAGE_BYTES = 16 * 1024
 """Local memory one staged panel chunk may take (fits a CPU core's L1 and any GPU's
 local memory next to the kernel's own allocas)."""
 MAX_STAGE_DEPTH = 256
+STAGE_A_BYTES = 8 << 20
+"""On CPUs an A that is not transposed is staged too when it is larger than this: its
+panel rows lie a whole column apart, so each k of a register block touches new cache
+lines and pages of an A far beyond the caches, where a staged chunk is read
+contiguously (PoCL 3.1, Zen 4, f32 gemm through compile_stablehlo, fastest of 7 calls:
+2048^3 84-101 -> 117-121 GFLOP/s; 1024^3, A of 4 MB, was slower staged: 127-143 ->
+112-115)."""
 
 
 def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,
-                   n: str = "") -> str | None:
+                   n: str = "", a_bytes: int = 0) -> str | None:
     """The operand (``"a"`` or ``"b"``) a contraction stages through local memory, or None.
 
     A transposed operand is read along its non-contiguous mode: staging copies a panel
@@ -141,10 +148,13 @@ def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,
     register blocks, so in place they are gathered element by element, while a staged
     panel is copied once and read contiguously by every column block (measured 1.6-2x
     faster on PoCL, 32^3 and 56x9x9).  A transposed B is broadcast per column either way,
-    and a gemv would read its panel only once.
+    and a gemv would read its panel only once.  CPUs also stage an A that is not
+    transposed when its size (``a_bytes``, 0: unknown) is over :data:`STAGE_A_BYTES`.
     """
-    if elem.is_bool or not transposed or plan.stage is False:
+    if elem.is_bool or plan.stage is False:
         return None
+    if not transposed:
+        return "a" if plan.blocked and n != "1" and a_bytes > STAGE_A_BYTES else None
     if plan.stage or not plan.blocked:
         return transposed[0]
     return "a" if "a" in transposed and n != "1" else None

@@ -143,7 +143,10 @@ def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStor
     t = spec.elem
     rm, rn = register_block(plan, t, spec.m, spec.n)
     shape = TileShape(plan.work_group_size, rm, rn, plan.blocked)
-    operand = staged_operand(plan, t, spec.transposed, spec.n) if scratch is not None else None
+    a_bytes = int(spec.m) * int(spec.k) * _bytes(t) \
+        if is_literal(spec.m) and is_literal(spec.k) else 0
+    operand = staged_operand(plan, t, spec.transposed, spec.n, a_bytes) \
+        if scratch is not None else None
     vector = _vector_width(plan, t, rm, spec.atomic)
     a = p.matrix(spec.a, t, "A", True)
     b = p.matrix(spec.b, t, "B", True) if spec.b is not None else None
@@ -159,7 +162,7 @@ def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStor
         depth = stage_depth(t, shape.tm if operand == "a" else shape.tn, k)
         if not spec.atomic or (is_literal(k) and int(k) <= depth):
             _staged(w, _Operands(t, shape, a, b, c, alpha, make_store, beta, vector),
-                    (m, n, k), operand, depth, scratch, p)
+                    (m, n, k), (operand, operand in spec.transposed), depth, scratch, p)
             return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
     loops = contraction_loops(shape, m, n)
     body = _ContractionBody(t, shape, _global_a(a), _global_b(b), c, k, alpha,
@@ -231,17 +234,18 @@ class _Operands:
     vector: int = 0
 
 
-def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str], operand: str,
-            depth: int, scratch: Scratch, p: Params) -> None:
+def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
+            staged: tuple[str, bool], depth: int, scratch: Scratch, p: Params) -> None:
     """The staged variant: per panel of ``operand`` and K chunk, the work-group copies the
     chunk into local memory along the operand's contiguous mode, then every work-item
     accumulates its blocks of the panel from there; the first chunk applies beta, later
     ones add to C (a single chunk when K fits)."""
     t, sh = ops.t, ops.shape
     m, n, k = sizes
+    operand, transposed = staged
     width = sh.tm if operand == "a" else sh.tn
     local = p.value(scratch(width * depth * _bytes(t), ctype(t)), f"local {ctype(t)}*", "L")
-    loops = staged_loops(sh, m, n, k, operand, depth)
+    loops = staged_loops(sh, m, n, k, operand, depth, transposed)
     chunked = not (is_literal(k) and int(k) <= depth)
     kb = f"min((long){depth}, {k} - k0)" if chunked else k
     items = sh.wg[0] * sh.wg[1]

@@ -143,9 +143,11 @@ class StagedLoops:
 
 
 def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
-                 depth: int) -> StagedLoops:
+                 depth: int, transposed: bool = True) -> StagedLoops:
     """isl-generated loops of a contraction over ``m x n x k`` with ``operand`` staged in
-    panels ``depth`` deep along k."""
+    panels ``depth`` deep along k; the copy runs fastest along the operand's contiguous
+    mode (k for a transposed A or an untransposed B, the panel's rows or columns
+    otherwise)."""
     x0, y0, tx, ext = ("m0", "n0", shape.tm, m) if operand == "a" else ("n0", "m0", shape.tn, n)
     panel = [f"{x0} mod {tx} = 0", f"0 <= {x0} < {ext}"]
     chunk = [f"k0 mod {depth} = 0", f"0 <= k0 < {k}"]
@@ -155,16 +157,16 @@ def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
     chunks = generate(space.map_("Chunk[k0] -> [k0]", space.set_("Chunk[k0]", chunk)),
                       space.context([*sizes, *panel]), ("k0",))
     items = shape.wg[0] * shape.wg[1]
-    fast = "kk" if operand == "a" else "p"
+    fast = "kk" if (operand == "a") == transposed else "p"
     copy_set = [f"0 <= p < {tx}", f"{x0} + p < {ext}", f"0 <= kk < {depth}", f"k0 + kk < {k}"]
     lid_ctx = []
     if items > 1:
         copy_set.append(f"exists (q: {fast} = lid + {items}q)")
         lid_ctx = [f"0 <= lid < {items}"]
-    order = "Copy[p, kk] -> [p, kk]" if operand == "a" else "Copy[p, kk] -> [kk, p]"
-    copy = generate(space.map_(order, space.set_("Copy[p, kk]", copy_set)),
-                    space.context([*sizes, *panel, *chunk, *lid_ctx]),
-                    ("p", "kk") if operand == "a" else ("kk", "p"))
+    order = ("p", "kk") if fast == "kk" else ("kk", "p")
+    copy = generate(space.map_(f"Copy[p, kk] -> [{', '.join(order)}]",
+                               space.set_("Copy[p, kk]", copy_set)),
+                    space.context([*sizes, *panel, *chunk, *lid_ctx]), order)
     ctx = _work_item_context(shape, [*sizes, *panel])
     full, edge = block_domains(shape, m, n, f"Blk[{y0}]")
     trees = [_rename(generate(space.map_(f"Blk[{y0}] -> [{y0}]", d), ctx, (y0,)), name)

@@ -16,9 +16,10 @@ import pytest
 
 import backend_opencl
 import tensorlang
+from backend_opencl.api import compiler
 from backend_opencl.api.compiler import compile_program, lower
 from backend_opencl.emit import Target
-from backend_opencl.emit.costmodel import stage_depth, staged_operand
+from backend_opencl.emit.costmodel import STAGE_A_BYTES, stage_depth, staged_operand
 from backend_opencl.emit.target import KernelPlan
 from backend_opencl.tools.tune import cache_path, tune
 from tensorlang.ir.types import F32, F64
@@ -122,6 +123,39 @@ def test_cost_model_stages_a_transposed_a_on_cpus_and_any_on_gpus() -> None:
     assert staged_operand(replace(gpu, stage=False), F32, "a") is None
     assert staged_operand(replace(cpu, stage=True), F32, "b") == "b"
 
+
+
+def test_cpus_stage_an_untransposed_a_beyond_the_caches() -> None:
+    cpu = KernelPlan((1, 1), 1, False, True)
+    big = STAGE_A_BYTES + 4
+    assert staged_operand(cpu, F32, "", "24", big) == "a"
+    assert staged_operand(cpu, F32, "", "24", STAGE_A_BYTES) is None
+    assert staged_operand(cpu, F32, "", "1", big) is None  # a gemv
+    assert staged_operand(replace(cpu, stage=False), F32, "", "24", big) is None
+
+
+LARGE_A = """
+func.func public @main(%a: tensor<20x520xf32>, %b: tensor<520x4100xf32>) -> tensor<20x4100xf32> {
+  %c = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+      : (tensor<20x520xf32>, tensor<520x4100xf32>) -> tensor<20x4100xf32>
+  return %c : tensor<20x4100xf32>
+}
+"""
+
+
+def test_a_large_untransposed_a_staged_against_numpy() -> None:
+    """The gemm's A (the product's right operand, column-major as the gemm reads it) of
+    8.5 MB: staged in K chunks (520 = 4 x 128 + 8), rows and columns that fill no tile
+    (4100, 20), the copy running down the panel's rows."""
+    import frontend
+
+    source = compiler.emit(frontend.parse(LARGE_A), "cl")
+    assert "local float* L)" in source
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((20, 520)).astype(np.float32)
+    b = rng.standard_normal((520, 4100)).astype(np.float32)
+    (got,) = backend_opencl.compile_stablehlo(LARGE_A)(a, b)
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
 ROW_STRIDED = """
 func @rows2_{t}(%alpha: {t}, %A: memref<{t}x9x16>, %B: memref<{t}x9x5>, %beta: {t},
