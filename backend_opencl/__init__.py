@@ -14,11 +14,15 @@ dpctl and take USM memory too (``backend_opencl.runtime.sycl``, docs/devices.md)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backend_opencl.exec.executable import Executable
+    from backend_opencl.exec.module import Module
 
 
-def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A001
-            check_bounds: bool = False) -> Any:
+def compile(program: object, device: object = None, autotune: bool = False,  # noqa: A001
+            check_bounds: bool = False) -> Module:
     """Compile a tensor-language program (text or ``tensorlang.Program``) for ``device``
     (a device spec, a ``runtime.Device`` or a ``dpctl.SyclQueue``).
 
@@ -38,9 +42,9 @@ def compile(program: Any, device: Any = None, autotune: bool = False,  # noqa: A
     return compile_program(program, device=dev, check_bounds=check_bounds)
 
 
-def compile_stablehlo(text: str, device: Any = None, filename: str = "<string>",
+def compile_stablehlo(text: str, device: object = None, filename: str = "<string>",
                       check_bounds: bool = False,
-                      host_callbacks: Sequence[Callable[..., Any]] | None = None) -> Any:
+                      host_callbacks: Sequence[Callable[..., object]] | None = None) -> Executable:
     """Compile a StableHLO program; the result is callable with numpy arrays
     (``check_bounds`` as for :func:`compile`).
 

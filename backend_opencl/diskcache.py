@@ -43,10 +43,10 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 DIR_ENV = "TLC_CACHE_DIR"
 """The root folder of tlc's disk caches (default ``~/.cache/tlc``; ``off``: none)."""
@@ -207,11 +207,11 @@ class SafeUnpickler(pickle.Unpickler):
     reach ``os.system``, ``eval`` or any other callable (functions of tlc, and classes
     whose constructors act, included)."""
 
-    def __init__(self, file: Any, extra: frozenset[tuple[str, str]] = frozenset()) -> None:
+    def __init__(self, file: IO[bytes], extra: frozenset[tuple[str, str]] = frozenset()) -> None:
         super().__init__(file)
         self.extra = extra
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> object:
         """The class ``module.name`` when allowed, else UnpicklingError."""
         if (module, name) in ALLOWED_GLOBALS | TLC_RECORDS or (module, name) in self.extra:
             return super().find_class(module, name)
@@ -230,12 +230,12 @@ def _in_tlc(module: str) -> bool:
     return module.split(".", 1)[0] in TLC_PACKAGES
 
 
-def safe_loads(data: bytes, extra: frozenset[tuple[str, str]] = frozenset()) -> Any:
+def safe_loads(data: bytes, extra: frozenset[tuple[str, str]] = frozenset()) -> object:
     """``data`` unpickled by :class:`SafeUnpickler`; raises on anything else."""
     return SafeUnpickler(io.BytesIO(data), extra).load()
 
 
-def read_pickle(path: Path, tag: str) -> Any | None:
+def read_pickle(path: Path, tag: str) -> object | None:
     """The payload :func:`write_pickle` stored at ``path`` under ``tag`` (a hit: marked
     used), or None (a miss): absent, truncated, corrupt, foreign, or of another tag."""
     try:
@@ -251,7 +251,7 @@ def read_pickle(path: Path, tag: str) -> Any | None:
     return stored[1]
 
 
-def write_pickle(path: Path, tag: str, payload: Any) -> None:
+def write_pickle(path: Path, tag: str, payload: object) -> None:
     """Store ``payload`` under ``tag`` at ``path`` (atomically), then keep the cache under
     its cap; a failed write is ignored (the cache is an optimisation)."""
     if write_atomic(path, pickle.dumps((tag, payload), protocol=pickle.HIGHEST_PROTOCOL)):
@@ -292,7 +292,7 @@ def ensure_content(path: Path, data: bytes) -> bool:
     return write_atomic(path, data)
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(path: Path) -> object | None:
     """The JSON value in ``path``, None when absent or not JSON."""
     try:
         return json.loads(path.read_bytes())
@@ -300,8 +300,8 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def update_json(path: Path, changes: dict[str, Any],
-                keep: Callable[[Any], bool] | None = None) -> bool:
+def update_json(path: Path, changes: Mapping[str, object],
+                keep: Callable[[object], bool] | None = None) -> bool:
     """Merge ``changes`` into the JSON object in ``path`` (its values that fail ``keep``
     are dropped; anything but an object is replaced): read again and written under a
     lock, so concurrent writers keep each other's entries.  False when it cannot be

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -238,7 +237,7 @@ def run_host_op(op: Op, args: list, ctx: Context) -> list:
             for r, t in zip(results, op.result_types, strict=True)]
 
 
-def _as_result(value: Any, t: Type) -> np.ndarray:
+def _as_result(value: object, t: Type) -> np.ndarray:
     """A host op's result as an array of its tensor type ``t`` (a token's is None)."""
     assert isinstance(t, TensorType), t
     return np.asarray(value, dtype=t.element.dtype)

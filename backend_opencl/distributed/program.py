@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from frontend.ir.core import Module, Value, walk
 from frontend.ir.types import TensorType
 from frontend.lower.core.inline import inline_calls
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from backend_opencl.exec.executable import Executable
 
 _COUNT = re.compile(r"mhlo\.num_(replicas|partitions)\s*=\s*(\d+)")
 
@@ -70,10 +73,10 @@ class RankProgram:
     inputs (numpy arrays) to get its results (numpy arrays; tokens are None)."""
 
     def __init__(self, module: Module, name: str, grid: ProcessGrid, transport: Transport,
-                 device: Any = None, receivers: dict[int, list[int]] | None = None) -> None:
+                 device: object = None, receivers: dict[int, list[int]] | None = None) -> None:
         self.func: SegmentedFunc = segment(module, name, grid)
         self.ctx = Context(grid, transport, device, receivers or {})
-        self.executables: dict[int, Any] = {}
+        self.executables: dict[int, Executable] = {}
         self.stats = {"segments_s": 0.0, "collectives_s": 0.0}
         """Seconds spent so far in device segments (launches, copies, waits included) and
         in host collectives (MPI transfers, waiting for the other ranks included)."""
@@ -90,7 +93,7 @@ class RankProgram:
                 self._executable(step)
         return self
 
-    def _executable(self, step: DeviceStep) -> Any:
+    def _executable(self, step: DeviceStep) -> Executable:
         exe = self.executables.get(id(step))
         if exe is None:
             from backend_opencl.api.compiler import compile_stablehlo_program
@@ -100,14 +103,14 @@ class RankProgram:
                 filename=f"<@{self.func.name} segment>")
         return exe
 
-    def __call__(self, *inputs: Any) -> list[np.ndarray | None]:
+    def __call__(self, *inputs: object) -> list[np.ndarray | None]:
         """Run this process's program; collectives wait for the other processes."""
         env = self._bind(inputs)
         self._run_steps(self.func, env)
         self.ctx.transport.finish()
         return [np.asarray(env[v]) if is_data(v) else None for v in self.func.returns]
 
-    def _run_steps(self, func: SegmentedFunc, env: dict[Value, Any]) -> None:
+    def _run_steps(self, func: SegmentedFunc, env: dict[Value, object]) -> None:
         """Run ``func``'s steps, adding what they define to ``env``."""
         for step in func.steps:
             start = time.perf_counter()
@@ -123,15 +126,15 @@ class RankProgram:
                                strict=True))
                 self.stats["collectives_s"] += time.perf_counter() - start
 
-    def _region(self, region: SegmentedFunc, env: dict[Value, Any], args: list[Any]
-                ) -> list[Any]:
+    def _region(self, region: SegmentedFunc, env: dict[Value, object], args: list[object]
+                ) -> list[object]:
         """The values ``region`` yields for block arguments ``args``."""
         inner = dict(env)
         inner.update(zip(region.args, args, strict=True))
         self._run_steps(region, inner)
         return [inner.get(v) if is_data(v) else None for v in region.returns]
 
-    def _control(self, step: ControlStep, env: dict[Value, Any]) -> list[Any]:
+    def _control(self, step: ControlStep, env: dict[Value, object]) -> list[object]:
         """``while`` / ``if`` / ``case`` run by the host (its regions exchange data)."""
         op, regions = step.op, step.regions
         operands = [env.get(v) for v in op.operands]
@@ -148,12 +151,12 @@ class RankProgram:
             index = len(regions) - 1
         return self._region(regions[index], env, [])
 
-    def _bind(self, inputs: tuple[Any, ...]) -> dict[Value, Any]:
+    def _bind(self, inputs: tuple[object, ...]) -> dict[Value, object]:
         args = self.func.args
         if len(inputs) != len(args):
             raise TlcError(f"error: @{self.func.name} takes {len(args)} inputs, "
                            f"{len(inputs)} were given")
-        env: dict[Value, Any] = {}
+        env: dict[Value, object] = {}
         for i, (v, x) in enumerate(zip(args, inputs, strict=True)):
             if not is_data(v):
                 env[v] = None

@@ -3,7 +3,7 @@ compiled by tlc and applied on the device.
 
 A body ``result_i = add(arg_i, arg_{n+i})`` (or multiply, maximum, minimum, and, or,
 xor, either operand order) is *plain*: MPI reduces it (``MPI_Allreduce``) where MPI knows
-the dtype, numpy otherwise (after an allgather).  Any other body is compiled into a
+the dtype, numpy otherwise (after an allgather).  object other body is compiled into a
 StableHLO ``map`` over the whole operand (one tlc program on the device) and folded
 over the gathered operands in group order.
 """

@@ -14,11 +14,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from backend_opencl.distributed.program import RankProgram
 
 _MESH = re.compile(r"sdy\.mesh\s+@([\w.$-]+)\s*=\s*<\s*\[(.*?)\]")
 _AXIS = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
@@ -26,7 +30,6 @@ _MC = "sdy.manual_computation("
 
 Spec = list[list[str]]
 """Per dimension, the mesh axes it is split over (major first; empty: replicated)."""
-
 
 @dataclass
 class ManualProgram:
@@ -162,7 +165,7 @@ def shard_slices(program: ManualProgram, spec: Spec, shape: tuple[int, ...],
 class ShardedProgram:
     """A Shardy program on this rank: global numpy arrays in, global arrays out."""
 
-    def __init__(self, program: ManualProgram, inner: Any) -> None:
+    def __init__(self, program: ManualProgram, inner: RankProgram) -> None:
         self.program = program
         self.inner = inner  # the per-device RankProgram
         self.ctx = inner.ctx
@@ -173,7 +176,7 @@ class ShardedProgram:
         self.inner.compile()
         return self
 
-    def __call__(self, *inputs: Any) -> list[np.ndarray | None]:
+    def __call__(self, *inputs: ArrayLike) -> list[np.ndarray | None]:
         """Slice, run, gather."""
         rank = self.ctx.grid.rank
         if len(inputs) != len(self.program.in_specs):

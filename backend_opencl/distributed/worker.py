@@ -4,7 +4,7 @@ The job (``FOLDER/job.pickle``, written by :func:`launch.run_job`) holds the cas
 a module's text, the grid of function names ``programs[replica][partition]`` and the flat
 inputs (each rank takes as many as its function has arguments, in rank order) — and the
 device.  Case k runs on the first ``n_k`` ranks; the rank writes its results (None for the
-cases it sits out) to ``FOLDER/out.RANK.pickle``.  Any error is printed with the
+cases it sits out) to ``FOLDER/out.RANK.pickle``.  object error is printed with the
 rank's coordinates and aborts the whole job.
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, SupportsFloat, cast
 
 import ml_dtypes
 import numpy as np
@@ -32,6 +32,30 @@ if TYPE_CHECKING:  # neither the code generator nor islpy is loaded to run a ker
 
 Value = int | np.ndarray
 """A launch-check quantity's value: one number, or one per work-group."""
+
+
+class Strided(Protocol):
+    """What the launch checks read of an array argument (a numpy, pyopencl or USM array)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Its extents."""
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Its strides in bytes."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Its element type."""
+
+    @property
+    def ndim(self) -> int:
+        """Its number of dimensions."""
+
+    @property
+    def size(self) -> int:
+        """Its number of elements."""
 
 
 class WorkGroups(Protocol):
@@ -101,10 +125,10 @@ NUMPY_DTYPES = {
 class Group:
     """A list of arrays bound to a group argument, with its offset when that is dynamic."""
 
-    arrays: list[Any]
+    arrays: list[Strided]
     offset: int = 0
 
-def check_call(name: str, info: LaunchFacts, args: tuple[Any, ...], num_groups: object,
+def check_call(name: str, info: LaunchFacts, args: tuple[object, ...], num_groups: object,
                max_groups: int) -> int:
     """The number of work-groups of a kernel call (``num_groups``, or when that is None
     :func:`default_num_groups`); LaunchError unless the call passes one argument per ABI
@@ -126,7 +150,7 @@ def check_call(name: str, info: LaunchFacts, args: tuple[Any, ...], num_groups: 
     return int(num_groups)
 
 
-def default_num_groups(name: str, info: LaunchFacts, args: tuple[Any, ...]) -> int:
+def default_num_groups(name: str, info: LaunchFacts, args: tuple[object, ...]) -> int:
     """The number of work-groups of a call without ``num_groups``: the size of the
     argument modes that ``group_id`` indexes (a group's member count), when they agree;
     1 for a kernel that never reads ``group_id`` or ``group_size``.  LaunchError naming
@@ -151,7 +175,7 @@ def default_num_groups(name: str, info: LaunchFacts, args: tuple[Any, ...]) -> i
     return counts[0][1]
 
 
-def _group_mode_size(q: Quantity, args: tuple[Any, ...]) -> int | None:
+def _group_mode_size(q: Quantity, args: tuple[object, ...]) -> int | None:
     """The size of group mode ``q`` in the call's ``args`` (None: not an array there)."""
     value = args[q.arg]
     if q.kind == "members":
@@ -181,7 +205,7 @@ def raise_recorded_violation(name: str, info: LaunchFacts, record: np.ndarray) -
                               "skipped (a load yields 0, a store is dropped)"))
 
 
-def check_contract(kernel: Checked, args: tuple[Any, ...], num_groups: int) -> None:
+def check_contract(kernel: Checked, args: tuple[object, ...], num_groups: int) -> None:
     """LaunchError when the (already type-checked) arguments violate one of the kernel's
     launch checks: an access out of bounds or collective sizes that disagree for these
     dynamic sizes, scalars and ``num_groups`` (docs/abi.md, "Launch checks")."""
@@ -298,7 +322,7 @@ def check_scalar(value: Any, t: ScalarType, where: str) -> np.generic:
         raise LaunchError(f"{where}: {_short(value)} overflows {t}") from None
 
 
-def _is_a(value: Any, kinds: tuple[type, ...]) -> bool:
+def _is_a(value: object, kinds: tuple[type, ...]) -> bool:
     """``isinstance`` that leaves ``value`` unnarrowed (its kind was checked by ``t``)."""
     return isinstance(value, kinds)
 
@@ -307,7 +331,8 @@ def _is_a(value: Any, kinds: tuple[type, ...]) -> bool:
 _FLOAT_LIMITS = {"f32": 2.0**128 * (1 - 2.0**-25), "c32": 2.0**128 * (1 - 2.0**-25)}
 
 
-def _check_float_range(value: Any, limit: float, t: ScalarType, where: str) -> None:
+def _check_float_range(value: complex | SupportsFloat, limit: float, t: ScalarType,
+                       where: str) -> None:
     """LaunchError when a finite Python number would silently become inf in ``t``."""
     parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
     try:
@@ -318,12 +343,12 @@ def _check_float_range(value: Any, limit: float, t: ScalarType, where: str) -> N
         raise LaunchError(f"{where}: {_short(value)} overflows {t} (it would become inf)")
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:20] + "..." + text[-8:]
 
 
-def _convert_half(value: Any, dtype: np.dtype, t: ScalarType, where: str) -> np.ndarray:
+def _convert_half(value: SupportsFloat, dtype: np.dtype, t: ScalarType, where: str) -> np.ndarray:
     """``value`` as a 0-d array of a storage float; LaunchError when a finite number
     overflows the type (it would silently become inf or NaN)."""
     try:
@@ -346,7 +371,7 @@ def check_allocation(nbytes: int, max_bytes: int, where: str) -> None:
                           f"largest buffer is {max_bytes} bytes")
 
 
-def array_layout(arr: Any, t: MemRefType, where: str) -> tuple[list[int], list[int], int]:
+def array_layout(arr: Strided, t: MemRefType, where: str) -> tuple[list[int], list[int], int]:
     """Check ``arr`` against ``t``; return its shape, element strides and span in elements."""
     dtype = np.dtype(NUMPY_DTYPES[t.element.name])
     if not hasattr(arr, "dtype") or not hasattr(arr, "strides"):
@@ -369,7 +394,7 @@ def array_layout(arr: Any, t: MemRefType, where: str) -> tuple[list[int], list[i
     return shape, strides, span_elements(shape, strides)
 
 
-def _element_strides(arr: Any, t: MemRefType, shape: list[int], where: str) -> list[int]:
+def _element_strides(arr: Strided, t: MemRefType, shape: list[int], where: str) -> list[int]:
     strides: list[int] = []
     expected = 1
     for mode, (size, byte_stride) in enumerate(zip(shape, arr.strides, strict=True)):
@@ -395,7 +420,7 @@ def _element_strides(arr: Any, t: MemRefType, shape: list[int], where: str) -> l
     return strides
 
 
-def _elements(arr: Any) -> tuple[int, ...]:
+def _elements(arr: Strided) -> tuple[int, ...]:
     return tuple(s // arr.dtype.itemsize for s in arr.strides)
 
 
@@ -411,7 +436,7 @@ def dynamic_values(t: MemRefType, arg: ArgAbi, shape: list[int],
             values.append(strides[p.mode])
     return values
 
-def group_members(value: Any, t: GroupType, where: str,
+def group_members(value: object, t: GroupType, where: str,
                   num_groups: int) -> tuple[list[Any] | tuple[Any, ...], int]:
     """The members of a group argument and its offset; LaunchError if they cannot be."""
     offset = value.offset if isinstance(value, Group) else 0
@@ -426,7 +451,7 @@ def group_members(value: Any, t: GroupType, where: str,
         raise LaunchError(f"{where}: the group's offset is {t.offset}, got {value.offset}")
     return members, t.offset if t.offset is not None else offset
 
-def member_layout(member: Any, t: GroupType, where: str, k: int,
+def member_layout(member: Strided, t: GroupType, where: str, k: int,
                   offset: int) -> tuple[list[int], list[int], int]:
     """Group member ``k``'s shape, strides and span in elements (with an ``offset``: a
     contiguous 1-D array holding the offset and the memref's span), or LaunchError."""
@@ -449,7 +474,7 @@ MAX_WORK_ITEMS = 2**31 - 1
 ``std::bad_cast`` at 2^64) instead of failing cleanly beyond 32 bits."""
 
 
-def max_groups(device: Any, work_group_size: tuple[int, int]) -> int:
+def max_groups(device: object, work_group_size: tuple[int, int]) -> int:
     """The most work-groups of ``work_group_size`` one launch on ``device`` (a
     ``runtime.Device``: its address bits) may have."""
     bits = int(getattr(getattr(device, "cl_device", None), "address_bits", 64) or 64)

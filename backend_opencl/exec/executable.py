@@ -34,12 +34,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, SupportsInt
 
 import numpy as np
 
 from backend_opencl.exec import steps
 from backend_opencl.exec.arguments import NUMPY_DTYPES
+from backend_opencl.exec.module import Module
 from backend_opencl.exec.runtime import InFlight, PlanRuntime
 from backend_opencl.runtime import profile
 from tensorlang.diagnostics import LaunchError
@@ -51,16 +52,16 @@ POISON = os.environ.get("TLC_POISON") == "1"
 FRAMES_ENV = "TLC_FRAMES"
 """Set to 0 to run plans step by step instead of as prepared frames."""
 
-Pool = dict[Any, list[Any]]
+Pool = dict[object, list[object]]
 StepFn = Callable[["Run"], None]
 
 
 class Executable:
     """A compiled StableHLO function: call it with numpy arrays (or the runtime's own)."""
 
-    def __init__(self, plan: Plan, module: Any, runtime: PlanRuntime, name: str,
+    def __init__(self, plan: Plan, module: Module | None, runtime: PlanRuntime, name: str,
                  arg_dtypes: list[np.dtype | None], result_dtypes: list[np.dtype | None],
-                 host_callbacks: Sequence[Callable[..., Any]] = ()) -> None:
+                 host_callbacks: Sequence[Callable[..., object]] = ()) -> None:
         """``module``: the plan's kernels (None: the plan launches none); ``runtime``: the
         device's plan runtime; ``arg_dtypes`` and ``result_dtypes``: the parameters' and
         results' numpy dtypes (None: a token); ``host_callbacks``: the functions the
@@ -77,7 +78,7 @@ class Executable:
         """Each buffer's numpy dtype."""
         self.written: frozenset[int] = frozenset()
         """The buffers the plan writes (known once resolved)."""
-        self._constants: dict[int, Any] = {}
+        self._constants: dict[int, object] = {}
         self._steps: tuple[StepFn, ...] | None = None
         self._frames: Any = None
         self._pool: Pool = {}
@@ -89,7 +90,7 @@ class Executable:
                             for bid, dtype in zip(plan.params, arg_dtypes, strict=True))
         """(buffer, dtype or None for a token, shape) of each parameter."""
 
-    def __call__(self, *arrays: Any) -> tuple[np.ndarray | None, ...]:
+    def __call__(self, *arrays: object) -> tuple[np.ndarray | None, ...]:
         """Check the arguments, run the plan, return the results as numpy arrays (None
         for a token)."""
         start = time.perf_counter()
@@ -123,7 +124,7 @@ class Executable:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
 
-    def dispatch(self, *arrays: Any) -> tuple[Any, ...]:
+    def dispatch(self, *arrays: object) -> tuple[object, ...]:
         """Call without waiting: enqueue the call's commands and return its results as
         ``DeviceArray`` s that stay on the device until read (see
         :mod:`backend_opencl.runtime.opencl.device_array`).  Arguments are taken as they
@@ -135,7 +136,7 @@ class Executable:
             self._resolve()
         return self.runtime.dispatch(self, args, self._frames)
 
-    def with_callbacks(self, host_callbacks: Sequence[Callable[..., Any]]) -> Executable:
+    def with_callbacks(self, host_callbacks: Sequence[Callable[..., object]]) -> Executable:
         """This executable calling ``host_callbacks`` at its ``Callback`` steps (a new
         executable over the same plan, kernels and runtime)."""
         return Executable(self.plan, self.module, self.runtime, self.name, self.arg_dtypes,
@@ -171,11 +172,16 @@ class Executable:
         (``POISON``, read at each use: tests switch it)."""
         return POISON
 
-    def new_buffer(self, bid: int) -> Any:
+    def kernels(self) -> Module:
+        """Its module (a plan that launches kernels has one)."""
+        assert self.module is not None, f"@{self.name} launches kernels without a module"
+        return self.module
+
+    def new_buffer(self, bid: int) -> object:
         """New memory for buffer ``bid`` (poisoned under ``POISON``)."""
         return self.runtime.new_buffer(self, bid)
 
-    def constant(self, bid: int) -> Any:
+    def constant(self, bid: int) -> object:
         """The device memory of constant buffer ``bid`` (uploaded once)."""
         if bid not in self._constants:
             b = self.plan.buffer(bid)
@@ -196,12 +202,12 @@ class Executable:
             for key, arrays in run.pool.items():
                 self._pool.setdefault(key, []).extend(arrays)
 
-    def check(self, arrays: tuple[Any, ...]) -> list[Any]:
+    def check(self, arrays: tuple[object, ...]) -> list[object]:
         """The arguments as numpy arrays (the runtime's device memory as it checks it),
         or LaunchError naming the first mistake."""
         params, runtime = self.params, self.runtime
         steps.check_argument_count(self.name, arrays, params)
-        hosts: list[Any] = []
+        hosts: list[object] = []
         for i, (a, (bid, dtype, shape)) in enumerate(zip(arrays, params, strict=True)):
             if type(a) is np.ndarray and a.dtype == dtype and a.shape == shape:
                 hosts.append(a)  # the common case, checked
@@ -244,21 +250,22 @@ class Resolver:
     def launch(self, step: Launch) -> StepFn:
         """A launch: bound directly when every argument is a plain buffer, else checked."""
         exe = self.exe
-        kernel = exe.module.kernels[step.kernel]
+        module = exe.kernels()
+        kernel = module.kernels[step.kernel]
         args, groups, runtime = step.args, step.num_groups, exe.runtime
         if not self.direct(step):
             def checked(run: Run) -> None:
                 kernel(*[runtime.checked_view(exe, run, b) for b in args], num_groups=groups)
                 run.last = None  # the checked call waited for the queue
             return checked
-        enqueue = runtime.direct_launch(exe.module, kernel, groups)
+        enqueue = runtime.direct_launch(module, kernel, groups)
         return lambda run: enqueue(run, [run.get(b) for b in args])
 
     def direct(self, step: Launch) -> bool:
         """True when the launch's kernel takes exactly its buffers as flat memrefs of their
         dtype and size (one pointer parameter each) and has no bounds guards."""
         exe = self.exe
-        return steps.takes_flat_buffers(exe.module.kernels[step.kernel].info, step.args,
+        return steps.takes_flat_buffers(exe.kernels().kernels[step.kernel].info, step.args,
                                         exe.plan, exe.storage)
 
 
@@ -268,16 +275,16 @@ class Run(InFlight):
     def __init__(self, exe: Executable, pool: Pool) -> None:
         super().__init__()
         self.exe = exe
-        self.live: dict[int, Any] = {}
+        self.live: dict[int, object] = {}
         self.pool = pool
         self.borrowed: set[int] = set()  # buffers bound to the caller's or result memory
 
-    def borrow(self, bid: int, arr: Any) -> None:
+    def borrow(self, bid: int, arr: object) -> None:
         """Make ``arr`` (memory that is not the pool's) buffer ``bid``."""
         self.live[bid] = arr
         self.borrowed.add(bid)
 
-    def get(self, bid: int) -> Any:
+    def get(self, bid: int) -> object:
         """The device memory of buffer ``bid``, allocated (or reused) on first use."""
         arr = self.live.get(bid)
         if arr is None:
@@ -294,7 +301,7 @@ class Run(InFlight):
         for fn in fns:
             fn(self)
 
-    def scalar(self, bid: int) -> Any:
+    def scalar(self, bid: int) -> SupportsInt:
         """The one element of buffer ``bid`` (waits for the commands before)."""
         return self.read(bid, 1)[0]
 

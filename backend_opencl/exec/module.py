@@ -20,9 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from backend_opencl.abi import ArgAbi
 from backend_opencl.exec.arguments import (
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # the code generator is not imported when a module comes from
     from tensorlang.schedule.launch import GroupCount, LaunchCheck
 
 
-def aligned_empty(shape: tuple[int, ...], dtype: Any, order: Literal["C", "F"] = "F",
+def aligned_empty(shape: tuple[int, ...], dtype: DTypeLike, order: Literal["C", "F"] = "F",
                   align: int = 128) -> np.ndarray:
     """An uninitialized numpy array whose data is ``align``-byte aligned: on CPU devices
     such arrays bind to kernels in place (no copy; 128 bytes is PoCL's
@@ -159,7 +160,7 @@ class Module(KernelTable):
 class Kernel:
     """One callable kernel: ``kernel(*args, num_groups=n)``."""
 
-    def __init__(self, info: KernelInfo | StoredKernel, handle: Any, runtime: KernelRuntime,
+    def __init__(self, info: KernelInfo | StoredKernel, handle: object, runtime: KernelRuntime,
                  written: frozenset[int], checks: tuple[LaunchCheck, ...] = ()) -> None:
         self.info = info
         self.name = info.name
@@ -170,11 +171,11 @@ class Kernel:
         self.written = written
         self.checks = checks
         """The launch checks (``tensorlang.schedule.launch.LaunchCheck``) run before a launch."""
-        self._records: list[Any] = []  # zeroed bounds-guard records, one per launch in flight
+        self._records: list[object] = []  # zeroed bounds-guard records, one per launch in flight
         self._max_groups = runtime.max_groups(info.plan.work_group_size)
         self._lock = threading.Lock()
 
-    def __call__(self, *args: Any, num_groups: int | None = None) -> None:
+    def __call__(self, *args: object, num_groups: int | None = None) -> None:
         """Check the arguments, run ``num_groups`` work-groups (omitted: as many as the
         arguments' group modes have entries, see
         :func:`~backend_opencl.exec.arguments.default_num_groups`), copy results back."""
@@ -190,7 +191,7 @@ class Kernel:
     def launch(self, binders: list[Binder], num_groups: int) -> None:
         """Bind, launch, wait, copy results back and raise a recorded bounds violation."""
         start = time.perf_counter()
-        kernel_args: list[Any] = []
+        kernel_args: list[object] = []
         backs = []
         for binder in binders:
             values, back = binder()
@@ -212,7 +213,7 @@ class Kernel:
             with self._lock:  # none recorded: the record is still zero, pool it
                 self._records.append(record)
 
-    def bounds_record(self) -> Any:
+    def bounds_record(self) -> object:
         """A zeroed bounds-guard error record of this launch's own (records stay pooled
         while they stay 0, so concurrent launches never share one)."""
         with self._lock:
@@ -220,7 +221,8 @@ class Kernel:
                 return self._records.pop()
         return self.runtime.record()
 
-    def bind(self, index: int, arg: ArgAbi, value: Any, num_groups: int) -> tuple[Any, Binder]:
+    def bind(self, index: int, arg: ArgAbi, value: object, num_groups: int
+             ) -> tuple[object, Binder]:
         """Check argument ``index``; return what the launch checks read of it and how to
         bind it (LaunchError naming the argument when it does not fit)."""
         where = f"{self.name}: argument {index + 1} (%{arg.value.name}: {arg.type})"

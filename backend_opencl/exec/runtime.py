@@ -54,7 +54,7 @@ class Run(Protocol):
     """What a runtime uses of one call's state (the executor's run or a prepared frame):
     its buffers and what it has in flight (:class:`InFlight`)."""
 
-    last: object
+    last: Any  # the runtime's event of the last command (None: none in flight)
     keep: list[object]
 
     def get(self, bid: int) -> object:
@@ -97,13 +97,17 @@ class Executable(Protocol):
     (:class:`~backend_opencl.exec.executable.Executable`)."""
 
     plan: Plan
-    module: object
     name: str
     storage: list[np.dtype]
     written: frozenset[int]
     arg_dtypes: list[np.dtype | None]
     result_dtypes: list[np.dtype | None]
     in_place_results: tuple[bool, ...]
+
+    @property
+    def module(self) -> object:
+        """Its kernels (an :class:`~backend_opencl.exec.module.Module`; None: it launches
+        none)."""
 
     @property
     def runtime(self) -> PlanRuntime:
@@ -245,7 +249,7 @@ class InFlight:
     (what the call waits for) and the events of host transfers, kept until that wait."""
 
     def __init__(self) -> None:
-        self.last: object = None
+        self.last: Any = None
         """The event of the call's last command (None: none in flight)."""
         self.keep: list[object] = []
         """Events of host transfers not yet waited for: pyopencl's event of such a copy

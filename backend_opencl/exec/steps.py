@@ -25,11 +25,11 @@ unchanged; the executor waits for the queue before it reaches the caller.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Self, SupportsInt, TypeVar
 
 import numpy as np
 
-from backend_opencl.exec.arguments import NUMPY_DTYPES
+from backend_opencl.exec.arguments import NUMPY_DTYPES, LaunchFacts
 from tensorlang.diagnostics import CallbackError, LaunchError
 from tensorlang.ir.types import MemRefType
 from tensorlang.plan import (
@@ -47,14 +47,17 @@ from tensorlang.plan import (
     step_buffers,
 )
 
+if TYPE_CHECKING:
+    from backend_opencl.exec.module import KernelTable
+
 
 class Run(Protocol):
     """What step functions need of an executor's run."""
 
-    def steps(self, steps: tuple[StepFn, ...]) -> None:
+    def steps(self, steps: tuple[Callable[[Self], None], ...]) -> None:
         """Run step functions in order."""
 
-    def scalar(self, bid: int) -> Any:
+    def scalar(self, bid: int) -> SupportsInt:
         """The one element of buffer ``bid`` (waits for what writes it)."""
 
     def read(self, bid: int) -> np.ndarray:
@@ -69,14 +72,16 @@ class Run(Protocol):
         """Return buffers to the run's pool."""
 
 
-StepFn = Callable[[Any], None]
-Resolve = Callable[[Step], StepFn]
+RunT = TypeVar("RunT", bound=Run)
+StepFn = Callable[[RunT], None]
+"""A step function on runs of type ``RunT`` (an executor's own runs, or any :class:`Run`)."""
+Resolve = Callable[[Step], StepFn[RunT]]
 
 
-def control_step(step: Step, resolve: Resolve) -> StepFn | None:
+def control_step(step: Step, resolve: Resolve[RunT]) -> StepFn[RunT] | None:
     """The step function of a ``Free``, ``While``, ``If`` or ``Case`` step, resolving the
     steps inside with ``resolve`` (None for any other step: the executor's own)."""
-    def steps(inner: tuple[Step, ...]) -> tuple[StepFn, ...]:
+    def steps(inner: tuple[Step, ...]) -> tuple[StepFn[RunT], ...]:
         return tuple(resolve(s) for s in inner)
 
     if isinstance(step, Free):
@@ -94,9 +99,10 @@ def control_step(step: Step, resolve: Resolve) -> StepFn | None:
     return None
 
 
-def while_loop(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) -> StepFn:
+def while_loop(cond: tuple[StepFn[RunT], ...], pred: int, body: tuple[StepFn[RunT], ...]
+               ) -> StepFn[RunT]:
     """A host ``while``: the condition's steps, then the body while ``pred`` holds."""
-    def run_while(run: Run) -> None:
+    def run_while(run: RunT) -> None:
         run.steps(cond)
         while run.scalar(pred):
             run.steps(body)
@@ -104,18 +110,19 @@ def while_loop(cond: tuple[StepFn, ...], pred: int, body: tuple[StepFn, ...]) ->
     return run_while
 
 
-def case(index: int, branches: tuple[tuple[StepFn, ...], ...]) -> StepFn:
+def case(index: int, branches: tuple[tuple[StepFn[RunT], ...], ...]) -> StepFn[RunT]:
     """A host ``case``: the branch ``index`` names (the last one when out of range, as
     StableHLO's ``case`` says)."""
-    def run_case(run: Run) -> None:
+    def run_case(run: RunT) -> None:
         i = int(run.scalar(index))
         run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
     return run_case
 
 
-def counted(trips: TripCount, body: tuple[StepFn, ...], fallback: StepFn) -> StepFn:
+def counted(trips: TripCount, body: tuple[StepFn[RunT], ...], fallback: StepFn[RunT]
+            ) -> StepFn[RunT]:
     """The step function of a counted loop (``fallback`` runs it as a plain while)."""
-    def run_counted(run: Run) -> None:
+    def run_counted(run: RunT) -> None:
         n = trips.count(_value(run, trips.start), _value(run, trips.limit))
         if n is None:
             fallback(run)
@@ -140,7 +147,7 @@ class _Host(NamedTuple):
 
 
 def callback(step: Callback, plan: Plan, storage: Sequence[np.dtype],
-             functions: Sequence[Callable[..., Any]], name: str) -> StepFn:
+             functions: Sequence[Callable[..., object]], name: str) -> StepFn[Run]:
     """The step function of a host callback of executable ``@name`` (``storage``: the
     buffers' numpy dtypes; ``functions``: the executable's host callbacks, looked up when
     the step runs)."""
@@ -188,12 +195,12 @@ def _returned(what: str, returned: Any, results: tuple[_Host | None, ...]
     return out
 
 
-def _name(function: Callable[..., Any]) -> str:
+def _name(function: Callable[..., object]) -> str:
     """A callback's name for messages."""
     return getattr(function, "__qualname__", None) or type(function).__name__
 
 
-def takes_flat_buffers(info: Any, args: tuple[int, ...], plan: Plan,
+def takes_flat_buffers(info: LaunchFacts, args: tuple[int, ...], plan: Plan,
                        storage: Sequence[np.dtype]) -> bool:
     """True when a kernel (``info``: its ABI and guards) takes exactly the plan buffers
     ``args`` as flat memrefs of their storage dtype and size (one pointer parameter each)
@@ -209,13 +216,14 @@ def takes_flat_buffers(info: Any, args: tuple[int, ...], plan: Plan,
     return True
 
 
-def written_buffers(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
+def written_buffers(steps: tuple[Step, ...], module: KernelTable | None) -> frozenset[int]:
     """The buffers some step writes: a kernel's written arguments (``module``'s kernels
     know them; None: a plan without kernels), a copy's target, and every buffer of a step
     kind not known here."""
     out: set[int] = set()
     for step in steps:
         if isinstance(step, Launch):
+            assert module is not None, "a plan that launches kernels has a module"
             written = module.kernels[step.kernel].written
             out |= {b for i, b in enumerate(step.args) if i in written}
         elif isinstance(step, Copy):
@@ -234,13 +242,13 @@ def written_buffers(steps: tuple[Step, ...], module: Any) -> frozenset[int]:
     return frozenset(out)
 
 
-def check_argument_count(name: str, arrays: Sequence[Any], params: Sequence[Any]) -> None:
+def check_argument_count(name: str, arrays: Sequence[object], params: Sequence[object]) -> None:
     """LaunchError unless executable ``@name`` got one argument per parameter."""
     if len(arrays) != len(params):
         raise LaunchError(f"@{name}: expected {len(params)} arguments, got {len(arrays)}")
 
 
-def token_argument(name: str, i: int, arg: Any) -> None:
+def token_argument(name: str, i: int, arg: object) -> None:
     """A token parameter's argument (``i`` of ``@name``): None, since a token has no
     data; LaunchError otherwise."""
     if arg is not None:
@@ -249,7 +257,7 @@ def token_argument(name: str, i: int, arg: Any) -> None:
 
 
 def checked_array(name: str, i: int, arr: Any, dtype: np.dtype,
-                  shape: tuple[int, ...]) -> Any:
+                  shape: tuple[int, ...]) -> object:
     """Argument ``i`` of ``@name`` (a numpy or device array) once its dtype and shape
     are the parameter's; a numpy array of the other byte order is converted (inputs are
     only read).  LaunchError naming the argument otherwise."""

@@ -101,21 +101,23 @@ def _read(path: str) -> str:
 
 
 def _run(args: argparse.Namespace, text: str, grid: ProcessGrid,
-         transport: Transport) -> list[Any]:
+         transport: Transport) -> list[np.ndarray | None]:
     from backend_opencl.distributed import spmd_program
 
     device = rank_device(args.device, grid)
     program = spmd_program(text, args.entry, transport, device, args.file)
     inputs = [a for part in args.inputs.split(",") if part.strip()
               for a in read_input_arrays(shard_path(part.strip(), grid))] if args.inputs else []
-    results: list[Any] = []
+    results: list[np.ndarray | None] = []
     for _ in range(max(getattr(args, "repeat", 1), 1)):
         results = program(*inputs)
     return results
 
 
-def _write(args: argparse.Namespace, results: list[Any], grid: ProcessGrid) -> None:
-    out = {f"result{i}": r for i, r in enumerate(results) if r is not None}
+def _write(args: argparse.Namespace, results: list[np.ndarray | None], grid: ProcessGrid
+           ) -> None:
+    out: dict[str, Any] = {  # Any: numpy's stub of savez types **kwds as allow_pickle too
+       f"result{i}": r for i, r in enumerate(results) if r is not None}
     if args.output:
         np.savez(shard_path(args.output, grid, output=True), **out)
         return

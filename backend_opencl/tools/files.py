@@ -50,7 +50,7 @@ def save_arrays(path: str, arrays: dict[str, Any]) -> None:
         np.savez(path, **arrays)
 
 
-def read_input_arrays(path: str) -> list[Any]:
+def read_input_arrays(path: str) -> list[object]:
     """The array of an ``.npy`` file, or those of an ``.npz`` in stored order; an
     unreadable file is a ``TlcError`` naming it."""
     import zipfile

@@ -10,13 +10,15 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tensorlang.diagnostics import TlcError
 
 if TYPE_CHECKING:
+    from backend_opencl.exec.executable import Executable
+    from frontend.ir.core import Func
     from tensorlang.ir.core import Function, Program, Value
     from tensorlang.ir.types import MemRefType
 
@@ -55,7 +57,7 @@ def _usage(path: str, entry: str, problem: str, rows: Sequence[Row],
     return "\n".join(lines)
 
 
-def _parameter_row(i: int, func: Any) -> Row:
+def _parameter_row(i: int, func: Func) -> Row:
     """``%argI`` with jax's name (``loc("x")``) when recorded, the tensor type, and the
     numpy shape and dtype."""
     t = func.arg_types[i]
@@ -119,13 +121,13 @@ def _argument_row(arg: Value, written: bool) -> Row:
     return f"%{arg.name}", str(t), what + (", written (a result)" if written else "")
 
 
-def kernel_arguments(func: Function, values: Sequence[Any]) -> list[Any]:
+def kernel_arguments(func: Function, values: Sequence[object]) -> list[object]:
     """``values`` (from ``--inputs``, one per argument of kernel ``func``) as its call's
     arguments: numbers for scalars (from 0-d arrays), fresh copies of arrays in the
     memref's layout, a group's members from its first mode."""
     from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 
-    bound: list[Any] = []
+    bound: list[object] = []
     for arg, value in zip(func.args, values, strict=True):
         t = arg.type
         if isinstance(t, ScalarType):
@@ -143,7 +145,7 @@ def kernel_arguments(func: Function, values: Sequence[Any]) -> list[Any]:
     return bound
 
 
-def _shape_text(value: Any) -> str:
+def _shape_text(value: object) -> str:
     return f"shape {value.shape}" if isinstance(value, np.ndarray) else f"the number {value}"
 
 
@@ -166,7 +168,7 @@ def in_layout(arr: np.ndarray, t: MemRefType) -> np.ndarray:
     return out
 
 
-def kernel_results(func: Function, bound: Sequence[Any],
+def kernel_results(func: Function, bound: Sequence[object],
                    written: frozenset[int]) -> dict[str, np.ndarray]:
     """The arguments a kernel call wrote, by name (a group's members stacked on a first
     mode, as ``--inputs`` takes them)."""
@@ -187,7 +189,7 @@ class Phases:
         yield
         self.rows.append((name, time.perf_counter() - start, detail))
 
-    def compile(self, text: str, args: argparse.Namespace) -> Any:
+    def compile(self, text: str, args: argparse.Namespace) -> Executable:
         """The executable of ``args.file``: through the compile caches, or with ``-v``
         phase by phase (parse and verify, lower, generate and build; no cache)."""
         from backend_opencl.api import compiler
@@ -199,7 +201,7 @@ class Phases:
                                                         check_bounds=args.check_bounds)
         return self._compile_phases(text, args)
 
-    def _compile_phases(self, text: str, args: argparse.Namespace) -> Any:
+    def _compile_phases(self, text: str, args: argparse.Namespace) -> Executable:
         import frontend
         from backend_opencl.api import compiler
         from backend_opencl.runtime import device_reason, get_device

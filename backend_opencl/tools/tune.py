@@ -19,14 +19,15 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from backend_opencl import diskcache
 from backend_opencl.api.tuned import Choice, cache_path, is_choice, kernel_key
 from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import choose_plan
+from backend_opencl.exec.module import Module
 from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
@@ -61,14 +62,14 @@ def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator)
                                                 else size) for m, s in enumerate(mem.shape))
         dtype = NUMPY_DTYPES[mem.element.name]
 
-        def make(shape: tuple[int, ...] = shape, dtype: Any = dtype) -> np.ndarray:
+        def make(shape: tuple[int, ...] = shape, dtype: DTypeLike = dtype) -> np.ndarray:
             return np.asfortranarray(rng.standard_normal(shape).astype(dtype))
 
         args.append([make() for _ in range(groups)] if isinstance(t, GroupType) else make())
     return args
 
 
-def _time(module: Any, name: str, args: list, groups: int, repeat: int) -> float:
+def _time(module: Module, name: str, args: list, groups: int, repeat: int) -> float:
     kernel = getattr(module, name)
     runtime = kernel.runtime
     bound = [kernel.bind(i, a, v, groups)[1]()
@@ -90,7 +91,7 @@ def _describe(choice: Choice) -> str:
     return f"{choice[0]}x{choice[1]}{staged}"
 
 
-def tune(program: Any, device: Any = None, groups: int = 2000, size: int = 64,
+def tune(program: object, device: object = None, groups: int = 2000, size: int = 64,
          top: int = 5, repeat: int = 5, progress: Progress = print) -> dict[str, Choice]:
     """Measure the best ``top`` modelled register blocks of each kernel (each staged and
     not when an operand is transposed); cache the winners."""

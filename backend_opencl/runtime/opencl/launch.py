@@ -17,18 +17,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyopencl as cl
+from pyopencl.typing import KernelArg
 
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import memory
 
 
-def get_kernel(program: Any, name: str) -> Any:
+def get_kernel(program: cl.Program, name: str) -> cl.Kernel:
     """The kernel ``name`` of a built program."""
     return cl.Kernel(program, name)
 
 
-def launch(queue: Any, kernel: Any, args: Sequence[Any], num_groups: int,
-           work_group_size: tuple[int, int]) -> Any:
+def launch(queue: cl.CommandQueue, kernel: cl.Kernel, args: Sequence[KernelArg], num_groups: int,
+           work_group_size: tuple[int, int]) -> cl.Event:
     """Run ``num_groups`` work-groups of ``work_group_size``; return the event."""
     wgx, wgy = work_group_size
     for index, arg in enumerate(args):
@@ -36,9 +37,9 @@ def launch(queue: Any, kernel: Any, args: Sequence[Any], num_groups: int,
     return cl.enqueue_nd_range_kernel(queue, kernel, (num_groups * wgx, wgy), (wgx, wgy))
 
 
-def prepared(queue: Any, program: Any, name: str, num_groups: int,
+def prepared(queue: cl.CommandQueue, program: cl.Program, name: str, num_groups: int,
              work_group_size: tuple[int, int],
-             label: str = "") -> Callable[[Sequence[Any]], Any]:
+             label: str = "") -> Callable[[Sequence[Any]], cl.Event]:
     """A launch of kernel ``name`` whose NDRange is resolved once: call it with the device
     arrays of its arguments (one buffer parameter each); it enqueues without waiting (the
     queue is in order, so later commands see its results).  Arguments are set only when
@@ -50,12 +51,14 @@ def prepared(queue: Any, program: Any, name: str, num_groups: int,
     global_size, local_size = (num_groups * wgx, wgy), (wgx, wgy)
     set_arg, enqueue, device_buffer = kernel.set_arg, cl.enqueue_nd_range_kernel, \
         memory.device_buffer
-    current: list[Any] = []
+    current: list[KernelArg] = []
     lock = threading.Lock()
     record = profile.PROFILE.launch if profile.enabled() else None
     label = label or name
 
-    def run(arrays: Sequence[Any]) -> Any:
+    def run(arrays: Sequence[Any]) -> cl.Event:
+        """``arrays``: pyopencl arrays (``base_data`` is a ``MemoryObjectHolder`` to
+        pyopencl's stubs, which ``set_arg`` does not list)."""
         bufs = [arr.base_data if arr.offset == 0 else device_buffer(arr) for arr in arrays]
         with lock:
             if bufs != current:
@@ -93,7 +96,7 @@ class Spin:
         self.recent = 0.0
         """Seconds the last wait took."""
 
-    def wait(self, event: Any) -> None:
+    def wait(self, event: cl.Event) -> None:
         """Wait for ``event``: poll its status (yielding between polls) up to ``SPIN_S``
         when the last wait was shorter than that, then block."""
         start = time.perf_counter()
@@ -110,12 +113,13 @@ class Spin:
         self.recent = time.perf_counter() - start
 
 
-def complete(event: Any) -> bool:
+def complete(event: cl.Event) -> bool:
     """Whether the command of ``event`` has ended (completed or failed); never waits."""
     return event.command_execution_status <= cl.command_execution_status.COMPLETE
 
 
-def finish(queue: Any, last: Any = None, spin: Spin | None = None) -> None:
+def finish(queue: cl.CommandQueue, last: cl.Event | None = None, spin: Spin | None = None
+           ) -> None:
     """Wait for everything queued: for ``last``, the event of the last command of the
     in-order ``queue``, when given (cheaper than ``clFinish`` on PoCL), polled as
     ``spin`` says when given."""
