@@ -13,7 +13,7 @@ The runtimes (:mod:`backend_opencl.runtime.opencl.kernels`,
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, SupportsFloat, cast
 
@@ -125,7 +125,7 @@ NUMPY_DTYPES = {
 class Group:
     """A list of arrays bound to a group argument, with its offset when that is dynamic."""
 
-    arrays: list[Strided]
+    arrays: Sequence[Strided]
     offset: int = 0
 
 def check_call(name: str, info: LaunchFacts, args: tuple[object, ...], num_groups: object,

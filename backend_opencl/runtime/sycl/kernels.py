@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,15 +45,21 @@ from backend_opencl.runtime.sycl.queue import SyclDevice, UsmArray
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import GroupType, MemRefType
 
+if TYPE_CHECKING:
+    import dpctl
+    import dpctl.program
+
+    from backend_opencl.runtime.sycl.queue import Memory
+
 
 @dataclass(frozen=True)
 class SyclBuilt:
     """A program built on the queue's context: its kernels by C name."""
 
-    kernels: dict[str, Any]
+    kernels: dict[str, dpctl.program.SyclKernel]
 
-    def kernel(self, c_name: str) -> Any:
-        """The ``dpctl.program.SyclKernel`` ``c_name``."""
+    def kernel(self, c_name: str) -> dpctl.program.SyclKernel:
+        """The kernel ``c_name``."""
         return self.kernels[c_name]
 
 
@@ -71,46 +77,46 @@ class SyclKernels:
         """The most work-groups of ``work_group_size`` one launch may have."""
         return max_groups(self.device.facts, work_group_size)
 
-    def memref(self, value: Any, t: MemRefType, arg: ArgAbi, where: str,
-               writes: bool) -> tuple[Any, Binder]:
+    def memref(self, value: object, t: MemRefType, arg: ArgAbi, where: str,
+               writes: bool) -> tuple[np.ndarray | UsmArray, Binder]:
         """Check a memref argument (numpy or USM); its view (USM as a :class:`UsmArray`)
         and its binder."""
         return _memref(value, t, arg, where, writes, self.device)
 
-    def group(self, value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-              num_groups: int) -> tuple[Any, Binder]:
+    def group(self, value: object, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+              num_groups: int) -> tuple[Group, Binder]:
         """Check a group argument; its view and its binder (a USM table of addresses)."""
         return _group(value, t, arg, where, writes, num_groups, self.device)
 
-    def record(self) -> Any:
+    def record(self) -> Memory:
         """A zeroed bounds-guard error record in USM memory."""
         return queue.to_device(self.device, np.zeros(RECORD_LONGS, np.int64))
 
-    def record_arg(self, record: Any) -> Any:
+    def record_arg(self, record: Memory) -> Memory:
         """The record's USM memory."""
         return record
 
-    def read_record(self, record: Any) -> np.ndarray:
+    def read_record(self, record: Memory) -> np.ndarray:
         """The record's longs."""
         found = np.empty(RECORD_LONGS, np.int64)
         queue.read(record, found)
         return found
 
-    def launch(self, kernel: Any, args: Sequence[Any], num_groups: int,
-               work_group_size: tuple[int, int]) -> Any:
+    def launch(self, kernel: dpctl.program.SyclKernel, args: Sequence[object], num_groups: int,
+               work_group_size: tuple[int, int]) -> dpctl.SyclEvent:
         """Submit to the queue; the event."""
         return queue.launch(self.device, kernel, args, num_groups, work_group_size)
 
-    def finish(self, event: Any) -> None:
+    def finish(self, event: object) -> None:
         """Wait for everything submitted to the queue."""
         queue.wait(self.device)
 
-    def profiled(self, name: str, event: Any, seconds: float) -> None:
+    def profiled(self, name: str, event: object, seconds: float) -> None:
         """Nothing: profiles read OpenCL events (``TLC_PROFILE`` is for the OpenCL route)."""
 
 
-def _as_array(value: Any, t: MemRefType, where: str, writes: bool,
-              device: SyclDevice, offset: int = 0) -> Any:
+def _as_array(value: object, t: MemRefType, where: str, writes: bool,
+              device: SyclDevice, offset: int = 0) -> np.ndarray | UsmArray:
     """``value`` as an array whose layout can be checked: numpy as it is, USM as a
     :class:`UsmArray` (plain USM memory typed by the static memref type)."""
     if isinstance(value, np.ndarray):
@@ -136,7 +142,7 @@ def _as_array(value: Any, t: MemRefType, where: str, writes: bool,
     return arr
 
 
-def _typed(mem: Any, t: MemRefType, where: str, offset: int) -> UsmArray:
+def _typed(mem: Memory, t: MemRefType, where: str, offset: int) -> UsmArray:
     """Plain USM memory as an array of memref type ``t`` (its static shape and
     strides); LaunchError when the type is dynamic or the memory too small."""
     if not t.is_static:
@@ -165,8 +171,8 @@ def _static_layout(t: MemRefType, offset: int) -> tuple[np.dtype, tuple[int, ...
         elements * dtype.itemsize
 
 
-def _memref(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
-            device: SyclDevice) -> tuple[Any, Binder]:
+def _memref(value: object, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
+            device: SyclDevice) -> tuple[np.ndarray | UsmArray, Binder]:
     arr = _as_array(value, t, where, writes, device)
     if isinstance(arr, UsmArray) and arr.raw:  # typed by ``t``: nothing to check
         return arr, lambda: ([arr.memory], None)
@@ -176,7 +182,7 @@ def _memref(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
     if isinstance(arr, UsmArray):
         return arr, lambda: ([arr.memory] + dims, None)
 
-    def bind() -> tuple[list[Any], Callable[[], None] | None]:
+    def bind() -> tuple[list[object], Callable[[], None] | None]:
         mem, back = _upload(device, arr, span, writes)
         return [mem] + dims, back
 
@@ -184,7 +190,7 @@ def _memref(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
 
 
 def _upload(device: SyclDevice, arr: np.ndarray, span: int,
-            writes: bool) -> tuple[Any, Callable[[], None] | None]:
+            writes: bool) -> tuple[Memory, Callable[[], None] | None]:
     """USM device memory holding numpy ``arr``'s span, and how to copy it back."""
     host = host_span(arr, span)
     mem = queue.to_device(device, np.ascontiguousarray(host))
@@ -199,8 +205,8 @@ def _upload(device: SyclDevice, arr: np.ndarray, span: int,
     return mem, back
 
 
-def _group(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool, num_groups: int,
-           device: SyclDevice) -> tuple[Any, Binder]:
+def _group(value: object, t: GroupType, arg: ArgAbi, where: str, writes: bool, num_groups: int,
+           device: SyclDevice) -> tuple[Group, Binder]:
     """Check a group (a list, tuple or :class:`Group` of numpy or USM arrays) and return
     its checked form and how to bind it: a USM table of the members' addresses."""
     if any(p.kind is ParamKind.GROUP_BASE for p in arg.params):
@@ -215,7 +221,7 @@ def _group(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool, num_
     per_param = list(zip(*[dynamic_values(t.memref, arg, s, st) for s, st, _ in layouts],
                          strict=True)) if layouts and t.memref.dynamic_dims else []
 
-    def bind() -> tuple[list[Any], Callable[[], None] | None]:
+    def bind() -> tuple[list[object], Callable[[], None] | None]:
         mems, backs = [], []
         for arr, (_, _, span) in zip(arrays, layouts, strict=True):
             if isinstance(arr, UsmArray):

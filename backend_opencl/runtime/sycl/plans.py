@@ -16,7 +16,7 @@ arrays).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from backend_opencl.runtime.sycl import queue
 from backend_opencl.runtime.sycl.queue import SyclDevice, UsmArray
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.sycl.queue import Memory
 
 
 def _nbytes(exe: Executable, bid: int) -> int:
@@ -46,12 +49,12 @@ class SyclPlans:
         """None: plans run step by step."""
         return None
 
-    def dispatch(self, exe: Executable, args: list[Any], frames: Any
+    def dispatch(self, exe: Executable, args: list[object], frames: None
                  ) -> tuple[np.ndarray | None, ...]:
         """A plain call (it waits)."""
         return exe(*args)
 
-    def check_argument(self, exe: Executable, i: int, value: Any, bid: int
+    def check_argument(self, exe: Executable, i: int, value: object, bid: int
                        ) -> UsmArray | None:
         """USM argument ``i`` as a C-contiguous :class:`UsmArray` of parameter buffer
         ``bid``'s layout (plain USM memory: when it holds the array's bytes); None when
@@ -101,14 +104,14 @@ class SyclPlans:
         """Pooled by size in bytes."""
         return _nbytes(exe, bid)
 
-    def new_buffer(self, exe: Executable, bid: int) -> Any:
+    def new_buffer(self, exe: Executable, bid: int) -> Memory:
         """New USM memory for buffer ``bid``."""
         mem = queue.alloc(self.device, _nbytes(exe, bid))
         if exe.poison:
             queue.write(mem, np.full(_nbytes(exe, bid), 0xFF, np.uint8))
         return mem
 
-    def upload(self, host: np.ndarray) -> Any:
+    def upload(self, host: np.ndarray) -> Memory:
         """New USM memory holding ``host``."""
         return queue.to_device(self.device, host)
 
@@ -125,12 +128,12 @@ class SyclPlans:
         queue.copy(self.device, run.get(dst), run.get(src), _nbytes(exe, src))
 
     def direct_launch(self, module: Module, kernel: Kernel, num_groups: int
-                      ) -> Callable[[Run, Sequence[Any]], None]:
+                      ) -> Callable[[Run, Sequence[object]], None]:
         """A submission with the buffers' USM memory as the arguments."""
         device, handle = self.device, kernel.handle
         wgs = kernel.info.plan.work_group_size
 
-        def run_launch(run: Run, mems: Sequence[Any]) -> None:
+        def run_launch(run: Run, mems: Sequence[object]) -> None:
             queue.launch(device, handle, mems, num_groups, wgs)
         return run_launch
 

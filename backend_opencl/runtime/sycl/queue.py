@@ -21,7 +21,8 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -29,7 +30,18 @@ from backend_opencl.runtime import stress
 from backend_opencl.runtime.errors import DeviceError
 
 if TYPE_CHECKING:
+    # dpctl ships no type information: these document what is passed (untyped to mypy)
+    import dpctl
+    import dpctl.memory
+    import dpctl.program
+    import dpctl.tensor
+    from typing_extensions import TypeIs
+
     from backend_opencl.runtime.opencl.devices import Device
+
+    Memory: TypeAlias = dpctl.memory.MemoryUSMShared | dpctl.memory.MemoryUSMDevice \
+        | dpctl.memory.MemoryUSMHost
+    """USM memory, as dpctl allocates it."""
 
 INSTALL_HINT = "pip install 'tlc[sycl]' (dpctl with Intel's SYCL and OpenCL CPU runtimes)"
 
@@ -39,8 +51,8 @@ _CTYPES = {  # dpctl refuses ctypes.c_int8: an i8 goes as the unsigned byte of i
     "u8": ctypes.c_uint64, "f4": ctypes.c_float, "f8": ctypes.c_double,
 }
 _LOCK = threading.RLock()
-_PROGRAMS: dict[tuple[Any, str, str], Any] = {}
-_DEVICES: dict[Any, SyclDevice] = {}
+_PROGRAMS: dict[tuple[dpctl.SyclContext, str, str], dpctl.program.SyclProgram] = {}
+_DEVICES: dict[dpctl.SyclQueue, SyclDevice] = {}
 _MEMORY_TYPES: tuple[type, ...] = ()  #: dpctl's USM memory classes, once dpctl is imported
 _HOST_MEMORY: tuple[type, ...] = ()  #: those the host reads and writes directly
 
@@ -51,7 +63,7 @@ def is_queue(obj: object) -> bool:
     return dpctl is not None and isinstance(obj, dpctl.SyclQueue)
 
 
-def prepare() -> Any:
+def prepare() -> ModuleType:
     """Import dpctl with the OpenCL loader pointed at tlc's vendor folder (Intel's
     pip-installed CPU runtime beside the system's drivers) while it first lists devices;
     return the dpctl module.  After dpctl was imported elsewhere it only returns it.
@@ -70,7 +82,7 @@ def prepare() -> Any:
         return dpctl
 
 
-def _import() -> Any:
+def _import() -> ModuleType:
     try:
         import dpctl
         import dpctl.memory
@@ -84,7 +96,7 @@ def _import() -> Any:
     return dpctl
 
 
-def queue(spec: str = "opencl:cpu") -> Any:
+def queue(spec: str = "opencl:cpu") -> dpctl.SyclQueue:
     """An in-order ``dpctl.SyclQueue`` for the SYCL filter string ``spec`` (OpenCL backend)."""
     dpctl = prepare()
     try:
@@ -114,11 +126,11 @@ def describe() -> str:
 class SyclDevice:
     """A SYCL queue and the OpenCL device facts code generation uses for it."""
 
-    queue: Any
+    queue: dpctl.SyclQueue
     facts: Device  #: ``cl_device`` only when pyopencl sees the device
     max_bytes: int  #: the largest USM allocation
     in_order: bool  #: whether the queue runs commands in submission order
-    context: Any  #: the queue's ``dpctl.SyclContext``
+    context: dpctl.SyclContext  #: the queue's context
     shared: bool  #: tlc's own memory is USM shared memory (CPU devices: host memory)
 
     @property
@@ -132,7 +144,7 @@ class SyclDevice:
         return f"{self.facts.key}|sycl"
 
 
-def sycl_device(q: Any) -> SyclDevice:
+def sycl_device(q: dpctl.SyclQueue) -> SyclDevice:
     """The :class:`SyclDevice` of queue ``q``; DeviceError unless the queue runs on the
     OpenCL backend of a device with USM device allocations."""
     dpctl = prepare()
@@ -155,7 +167,7 @@ def sycl_device(q: Any) -> SyclDevice:
     return found
 
 
-def _facts(d: Any) -> Any:
+def _facts(d: dpctl.SyclDevice) -> Device:
     """The pyopencl view of SYCL device ``d`` when there is one, else facts from dpctl."""
     from backend_opencl.runtime.opencl.devices import Device, list_devices
 
@@ -181,7 +193,8 @@ def _facts(d: Any) -> Any:
         key=f"sycl|{platform}|{name}|{driver}")
 
 
-def build(device: SyclDevice, source: str, names: Sequence[str]) -> dict[str, Any]:
+def build(device: SyclDevice, source: str, names: Sequence[str]
+          ) -> dict[str, dpctl.program.SyclKernel]:
     """The kernels ``names`` of OpenCL C ``source`` built for the queue's context (cached)."""
     from backend_opencl.runtime.opencl.build import OpenCLBuildError, _save_failed_source
 
@@ -211,7 +224,7 @@ class UsmArray:
     """What tlc reads of a USM array (``__sycl_usm_array_interface__``): numpy's array
     attributes (``strides`` in bytes), the memory to pass and its queue."""
 
-    memory: Any  #: a ``dpctl.memory.MemoryUSM*`` starting at the first element
+    memory: Memory  #: starting at the first element
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     dtype: np.dtype
@@ -239,12 +252,12 @@ def is_usm(obj: object) -> bool:
     return hasattr(obj, "__sycl_usm_array_interface__")
 
 
-def is_memory(obj: object) -> bool:
+def is_memory(obj: object) -> TypeIs[Memory]:
     """Whether ``obj`` is plain USM memory (``dpctl.memory.MemoryUSM*``)."""
     return isinstance(obj, _MEMORY_TYPES)
 
 
-def usm_array(obj: Any) -> UsmArray:
+def usm_array(obj: Memory | dpctl.tensor.usm_ndarray) -> UsmArray:
     """The :class:`UsmArray` view of a USM memory object or USM array."""
     dpctl = prepare()
     info = obj.__sycl_usm_array_interface__
@@ -267,7 +280,7 @@ def row_major_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     return tuple(strides)
 
 
-def alloc(device: SyclDevice, nbytes: int) -> Any:
+def alloc(device: SyclDevice, nbytes: int) -> Memory:
     """``nbytes`` (at least 1) of USM memory on the queue: shared memory on CPU devices
     (the host reads and writes it directly), else device memory."""
     memory = prepare().memory
@@ -275,14 +288,14 @@ def alloc(device: SyclDevice, nbytes: int) -> Any:
     return kind(max(int(nbytes), 1), queue=device.queue)
 
 
-def to_device(device: SyclDevice, host: np.ndarray) -> Any:
+def to_device(device: SyclDevice, host: np.ndarray) -> Memory:
     """New USM memory (:func:`alloc`) holding a copy of ``host``."""
     mem = alloc(device, host.nbytes)
     write(mem, host)
     return mem
 
 
-def write(mem: Any, host: np.ndarray) -> None:
+def write(mem: Memory, host: np.ndarray) -> None:
     """Copy ``host`` into the start of USM memory ``mem`` that no queued command uses
     (host-accessible memory by memcpy, device memory by a copy command; waits)."""
     data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
@@ -294,12 +307,12 @@ def write(mem: Any, host: np.ndarray) -> None:
         mem.copy_from_host(data)
 
 
-def _host_accessible(mem: Any) -> bool:
+def _host_accessible(mem: Memory) -> bool:
     """Whether USM memory ``mem`` is shared or host memory (the host reads and writes it)."""
     return isinstance(mem, _HOST_MEMORY)
 
 
-def read(mem: Any, host: np.ndarray) -> None:
+def read(mem: Memory, host: np.ndarray) -> None:
     """Copy the start of USM memory ``mem``, which no queued command writes, into
     contiguous ``host``."""
     view = host.reshape(-1).view(np.uint8)
@@ -313,7 +326,7 @@ def read(mem: Any, host: np.ndarray) -> None:
         view[...] = np.frombuffer(mem.copy_to_host(), np.uint8, view.nbytes)
 
 
-def copy(device: SyclDevice, dst: Any, src: Any, nbytes: int) -> None:
+def copy(device: SyclDevice, dst: Memory, src: Memory, nbytes: int) -> None:
     """Enqueue a copy of ``nbytes`` from USM memory ``src`` to ``dst`` (on an
     out-of-order queue: and wait for it)."""
     if nbytes:
@@ -325,12 +338,12 @@ def copy(device: SyclDevice, dst: Any, src: Any, nbytes: int) -> None:
             device.queue.memcpy(dst, src, nbytes)
 
 
-def address(mem: Any) -> int:
+def address(mem: Memory) -> int:
     """The USM address of memory ``mem``'s first byte."""
     return int(mem.__sycl_usm_array_interface__["data"][0])
 
 
-def same_context(device: SyclDevice, mem: Any) -> bool:
+def same_context(device: SyclDevice, mem: Memory) -> bool:
     """Whether USM memory ``mem`` lives in the queue's context."""
     return bool(mem.sycl_context == device.context)
 
@@ -338,7 +351,7 @@ def same_context(device: SyclDevice, mem: Any) -> bool:
 # -- launches --------------------------------------------------------------------------------
 
 
-def kernel_arg(value: Any) -> Any:
+def kernel_arg(value: object) -> object:
     """A kernel argument as dpctl takes it: USM memory as it is, a numpy scalar as its
     ctypes kind (complex ones as raw bytes)."""
     if isinstance(value, np.generic):
@@ -351,8 +364,8 @@ def kernel_arg(value: Any) -> Any:
     return value
 
 
-def launch(device: SyclDevice, kernel: Any, args: Sequence[Any], num_groups: int,
-           work_group_size: tuple[int, int]) -> Any:
+def launch(device: SyclDevice, kernel: dpctl.program.SyclKernel, args: Sequence[object],
+           num_groups: int, work_group_size: tuple[int, int]) -> dpctl.SyclEvent:
     """Submit ``num_groups`` work-groups of ``work_group_size``; return the event
     (dpctl orders ranges slowest first: OpenCL's dimension 0 comes last).  On an
     in-order queue it does not wait; on an out-of-order one it waits (later commands
@@ -381,7 +394,7 @@ kernel void tlc_stall(long n, global long* sink) {
   if (x == 42) sink[0] = x;
 }
 """
-_STALLS: dict[Any, tuple[Any, Any]] = {}
+_STALLS: dict[str, tuple[dpctl.program.SyclKernel, Memory]] = {}
 
 
 def _stall(device: SyclDevice) -> None:
