@@ -207,10 +207,12 @@ def tensor_language(program: Any, entry: str = "main",
 
 
 def _lowered(module: Any, entry: str, host_callbacks: int | None) -> Lowered:
-    """StableHLO ``module``'s function ``entry`` lowered."""
-    from frontend.lower import lower_function
+    """StableHLO ``module``'s function ``entry`` lowered, its small launches merged as
+    :func:`_executable` compiles them."""
+    from frontend.lower import lower_function, merged_launches
 
-    return lower_function(_part_with(module.parts or [module], entry), entry, host_callbacks)
+    return merged_launches(lower_function(_part_with(module.parts or [module], entry), entry,
+                                          host_callbacks))
 
 
 def _restrict_kernels(program: Any, entry: str, host_callbacks: int | None
@@ -343,17 +345,25 @@ LOWERED_VERSION = 2
 _SOURCE_HASH: list[str] = []
 
 
+SOURCE_PACKAGES = ("frontend", "tensorlang", "backend_opencl")
+"""The packages whose sources decide what a compile produces."""
+
+
+def source_files() -> list[Path]:
+    """tlc's own Python sources, sorted (those :func:`_source_hash` covers)."""
+    root = Path(__file__).resolve().parents[2]  # backend_opencl/api/compiler.py
+    return sorted(p for package in SOURCE_PACKAGES for p in (root / package).rglob("*.py"))
+
+
 def _source_hash() -> str:
     """A hash of tlc's own Python sources, by path, size and modification time (a
     changed compiler never reads old entries; stat is ~10x faster than reading them)."""
     if not _SOURCE_HASH:
-        root = Path(__file__).resolve().parent.parent
         digest = hashlib.sha256(str(LOWERED_VERSION).encode())
-        for package in ("frontend", "tensorlang", "backend_opencl"):
-            for path in sorted((root / package).rglob("*.py")):
-                st = path.stat()
-                digest.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};"
-                              .encode())
+        root = Path(__file__).resolve().parents[2]
+        for path in source_files():
+            st = path.stat()
+            digest.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
         _SOURCE_HASH.append(digest.hexdigest())
     return _SOURCE_HASH[0]
 
@@ -430,7 +440,9 @@ def compile_lowered(lowered: Lowered, device: object = None) -> Executable:
 def _executable(lowered: Lowered, dev: RunDevice, entry: str, check_bounds: bool = False
                 ) -> Executable:
     from backend_opencl.exec.executable import Executable
+    from frontend.lower import merged_launches
 
+    lowered = merged_launches(lowered)  # a launch for each run of one-work-group ones
     program = _kernels_program(lowered)
     module = compile_program(program, dev, check_bounds=check_bounds, launch_checks=False,
                              restrict_kernels=distinct_arguments(lowered.plan, program)

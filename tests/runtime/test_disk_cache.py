@@ -573,3 +573,19 @@ def test_every_element_dtype_loads() -> None:
         assert diskcache.safe_loads(data) == np.dtype(scalar)
         named |= _globals(data)
     assert named == diskcache.ALLOWED_GLOBALS
+
+
+def test_the_source_hash_covers_every_library_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored program is only read back by the very sources that wrote it: the hash
+    covers every module of frontend, tensorlang and backend_opencl (after a move of the
+    compiler module it covered none, and a changed tlc read stale programs)."""
+    root = Path(compiler.__file__).resolve().parents[2]
+    files = set(compiler.source_files())
+    for package in compiler.SOURCE_PACKAGES:
+        listed = set((root / package).rglob("*.py"))
+        assert len(listed) > 10 and listed <= files, package
+    assert Path(compiler.__file__).resolve() in files
+    before = compiler._source_hash()
+    monkeypatch.setattr(compiler, "_SOURCE_HASH", [])
+    monkeypatch.setattr(compiler, "source_files", lambda: sorted(files)[1:])
+    assert compiler._source_hash() != before
