@@ -1,0 +1,87 @@
+"""Runs of one-work-group launches merged into one kernel
+(:mod:`frontend.lower.core.merge_launches`): which launches merge, the merged kernel's
+parameters and renamed values, frees moved after it, and programs against numpy with
+poisoned buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import backend_opencl
+import frontend
+from frontend.lower import lower_function, merged_launches
+from frontend.lower.core.merge_launches import MAX_PARTS, merge_launches
+from tensorlang.plan import Free, Launch, While, launches
+
+from .conftest import RNG, module
+
+ADD = """func @k{n}(%b{a}: memref<f32x4>, %b{o}: memref<f32x4>) {{
+  %c1 = constant 0 -> index
+  %c2 = constant 4 -> index
+  foreach %i3 = %c1, %c2 : index {{
+    %x4 = load %b{a}[%i3] : memref<f32x4>
+    %t5 = arith.add %x4, %x4 : f32
+    store %t5, %b{o}[%i3] : memref<f32x4>
+  }}
+}}"""
+
+
+def test_a_run_becomes_one_kernel_over_its_buffers() -> None:
+    texts = [ADD.format(n=0, a=0, o=1), ADD.format(n=1, a=1, o=2)]
+    steps = (Launch("k0", (0, 1), 1), Free((0,)), Launch("k1", (1, 2), 1))
+    kept, merged = merge_launches(texts, steps)
+    assert merged == (Launch("k0_merged0", (0, 1, 2), 1), Free((0,)))
+    (text,) = kept
+    assert text.startswith("func @k0_merged0(%b0: memref<f32x4>, %b1: memref<f32x4>, "
+                           "%b2: memref<f32x4>) {")
+    assert "%t5_0 = arith.add %x4_0, %x4_0" in text and "store %t5_1, %b2[%i3_1]" in text
+
+
+def test_what_ends_a_run() -> None:
+    """Several work-groups, a kernel launched again (dedup's shared kernel), control flow;
+    runs inside a loop merge too."""
+    texts = [ADD.format(n=i, a=i, o=i + 1) for i in range(4)]
+    steps = (Launch("k0", (0, 1), 1), Launch("k1", (1, 2), 2), Launch("k2", (2, 3), 1),
+             Launch("k2", (3, 4), 1),
+             While((), 4, (Launch("k3", (3, 4), 1), Launch("k0", (4, 5), 1))))
+    _, merged = merge_launches(texts, steps)
+    assert [s.kernel for s in launches(merged)] == ["k0", "k1", "k2", "k2", "k3_merged0"]
+
+
+def test_at_most_max_parts_kernels_merge() -> None:
+    texts = [ADD.format(n=i, a=i, o=i + 1) for i in range(MAX_PARTS + 3)]
+    steps = tuple(Launch(f"k{i}", (i, i + 1), 1) for i in range(MAX_PARTS + 3))
+    _, merged = merge_launches(texts, steps)
+    assert [len(s.args) - 1 for s in launches(merged)] == [MAX_PARTS, 3]
+
+
+SCALARS = """
+  %c1 = stablehlo.constant dense<1.5> : tensor<f32>
+  %a = stablehlo.multiply %s, %c1 : tensor<f32>
+  %b = stablehlo.add %a, %t : tensor<f32>
+  %m = stablehlo.maximum %a, %b : tensor<f32>
+  %cond = stablehlo.compare GT, %m, %t : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %r = stablehlo.select %cond, %a, %b : tensor<i1>, tensor<f32>
+  %v = stablehlo.broadcast_in_dim %r, dims = [] : (tensor<f32>) -> tensor<16xf32>
+  %w = stablehlo.broadcast_in_dim %m, dims = [] : (tensor<f32>) -> tensor<16xf32>
+  %x2 = stablehlo.multiply %x, %v : tensor<16xf32>
+  %y = stablehlo.add %x2, %w : tensor<16xf32>
+  return %y, %a, %m : tensor<16xf32>, tensor<f32>, tensor<f32>"""
+PROGRAM = module("(%s: tensor<f32>, %t: tensor<f32>, %x: tensor<16xf32>) -> "
+                 "(tensor<16xf32>, tensor<f32>, tensor<f32>)", SCALARS)
+
+
+def test_scalar_chains_run_as_one_launch_against_numpy() -> None:
+    lowered = lower_function(frontend.parse(PROGRAM))
+    assert len(list(launches(lowered.plan.steps))) > 1
+    assert len(list(launches(merged_launches(lowered).plan.steps))) == 1
+    s, t = np.float32(RNG.standard_normal()), np.float32(RNG.standard_normal())
+    x = RNG.standard_normal(16).astype(np.float32)
+    y, a, m = backend_opencl.compile_stablehlo(PROGRAM)(np.array(s), np.array(t), x)
+    a_ = s * np.float32(1.5)
+    b_ = a_ + t
+    m_ = max(a_, b_)
+    r_ = a_ if m_ > t else b_
+    np.testing.assert_allclose(a, a_, rtol=1e-6)
+    np.testing.assert_allclose(m, m_, rtol=1e-6)
+    np.testing.assert_allclose(y, x * r_ + m_, rtol=1e-6)
