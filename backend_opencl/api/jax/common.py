@@ -13,12 +13,17 @@ import contextvars
 import linecache
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
 from backend_opencl.runtime.opencl.device_array import DeviceArray
 from tensorlang.diagnostics import CompileError, Loc, Source, TlcError
+
+if TYPE_CHECKING:
+    import jax
+    from jax.tree_util import PyTreeDef
 
 
 class JaxCompileError(CompileError):
@@ -26,7 +31,7 @@ class JaxCompileError(CompileError):
     Python line that produced the op (when jax recorded it), the op named in the message."""
 
 
-def jax_module() -> Any:
+def jax_module() -> ModuleType:
     """The jax module (TlcError naming the extra when it is not installed)."""
     try:
         import jax
@@ -40,9 +45,9 @@ class Signature(NamedTuple):
     """What a compiled program depends on: the dynamic arguments' pytree structure, each
     leaf's :func:`leaf_key`, and the static arguments (position or name, value)."""
 
-    tree: Any
+    tree: PyTreeDef
     leaves: tuple[Hashable, ...]
-    static: tuple[tuple[int | str, Any], ...]
+    static: tuple[tuple[int | str, Hashable], ...]
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,10 @@ class Entry:
     many tokens (of ordered effects) come before the arguments and the results."""
 
     exe: Any
-    out_tree: Any
+    out_tree: PyTreeDef
     results: int
     key_args: tuple[int, ...] = ()
-    key_results: tuple[tuple[int, Any], ...] = ()  # (leaf, key dtype)
+    key_results: tuple[tuple[int, object], ...] = ()  # (leaf, key dtype)
     tokens: int = 0
 
 
@@ -82,7 +87,7 @@ def inlining_tlc() -> Iterator[None]:
 _SCALARS = (bool, int, float, complex)
 
 
-def leaf_key(x: Any) -> Hashable:
+def leaf_key(x: object) -> Hashable:
     """What of an argument leaf the compiled program depends on (a few hundred ns: it is
     computed for every leaf of every call); a typed PRNG key keeps its key dtype, which
     names its implementation."""
@@ -104,7 +109,7 @@ def leaf_key(x: Any) -> Hashable:
     return tuple(shape), dtype, bool(getattr(x, "weak_type", False))
 
 
-def is_key(dtype: Any) -> bool:
+def is_key(dtype: object) -> bool:
     """Whether ``dtype`` is a typed PRNG key's (``key<fry>``: not a numpy dtype)."""
     if isinstance(dtype, np.dtype):
         return False
@@ -120,7 +125,7 @@ def is_key_leaf(leaf_key: Hashable) -> bool:
     return isinstance(leaf_key, tuple) and is_key(leaf_key[1])
 
 
-def wrap_key(data: np.ndarray, dtype: Any) -> Any:
+def wrap_key(data: np.ndarray | jax.Array, dtype: object) -> jax.Array:
     """Key data the program returned, as a typed key of ``dtype`` again."""
     impl = getattr(dtype, "_impl", None)  # jax has no public way from dtype to impl
     if impl is None:
@@ -136,7 +141,7 @@ def jax_loc(file: str, row: int, col: int, end: str | None) -> Loc:
                source=Source(file, "".join(linecache.getlines(file))))
 
 
-def host_callbacks(lowered: Any) -> list[Callable[..., Any]]:
+def host_callbacks(lowered: object) -> list[Callable[..., object]]:
     """The Python functions of jax's lowering's host callbacks, which its custom calls
     name by index: jax keeps them beside the text for its own compile
     (``compile_args["host_callbacks"]`` of the lowering; no public attribute). None

@@ -33,16 +33,17 @@ import os
 import sysconfig
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.core import ShapedArray
+from jax.core import AbstractValue, ShapedArray
 from jax.extend.core import Primitive, primal_dtype_to_tangent_dtype
+from jax.extend.mlir import ir
 from jax.interpreters import ad, batching, mlir
 
-from backend_opencl.api.jax.aot import Lowered
+from backend_opencl.api.jax.aot import Compiled, Lowered
 from backend_opencl.api.jax.common import (
     JaxCompileError,
     JitFunction,
@@ -56,27 +57,30 @@ from backend_opencl.api.jax.common import (
 )
 from tensorlang.diagnostics import Loc
 
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., object])
+
 tlc_call_p = Primitive("tlc_call")
 tlc_call_p.multiple_results = True
 
 
-def _aval_key(aval: Any) -> Hashable:
+def _aval_key(aval: ShapedArray) -> Hashable:
     """What a callee's program depends on of one input."""
     return tuple(aval.shape), np.dtype(aval.dtype), bool(getattr(aval, "weak_type", False))
 
 
-def _spec(aval: Any) -> jax.ShapeDtypeStruct:
+def _spec(aval: ShapedArray) -> jax.ShapeDtypeStruct:
     """``aval`` as a ``jax.ShapeDtypeStruct`` (weak type kept)."""
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype,
                                 weak_type=bool(getattr(aval, "weak_type", False)))
 
 
-def _inexact(dtype: Any) -> bool:
+def _inexact(dtype: jax.typing.DTypeLike) -> bool:
     """Whether values of ``dtype`` have tangents (float0 ones do not count)."""
     return bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
-def _zeros(aval: Any, tangent: bool = False) -> Any:
+def _zeros(aval: ShapedArray, tangent: bool = False) -> jax.Array | np.ndarray:
     """Zeros of ``aval`` (its tangent type with ``tangent``: float0 for integers)."""
     dtype = primal_dtype_to_tangent_dtype(aval.dtype) if tangent else aval.dtype
     if dtype == jax.dtypes.float0:
@@ -84,7 +88,7 @@ def _zeros(aval: Any, tangent: bool = False) -> Any:
     return jnp.zeros(aval.shape, dtype)
 
 
-def _named(fun: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _named(fun: F, name: str) -> F:
     """``fun`` named ``name`` in tlc's messages (``<jax vmap(f)>``)."""
     fun.__qualname__ = fun.__name__ = name
     return fun
@@ -96,7 +100,7 @@ class Callee:
     and one per transformation of a callee (kept, so jax's tracing caches see the same
     parameter again)."""
 
-    def __init__(self, fun: Callable[..., list[Any]], name: str, device: Any,
+    def __init__(self, fun: Callable[..., list[jax.Array]], name: str, device: object,
                  check_bounds: bool, jit: Callable[..., JitFunction]) -> None:
         """``jit``: how a function becomes a ``tlc.jax.jit`` function (the bridge's
         ``Jitted``, passed in: this module does not import the bridge)."""
@@ -105,8 +109,8 @@ class Callee:
         self.name = name
         self.device = device
         self.check_bounds = check_bounds
-        self._traces: dict[Hashable, Any] = {}
-        self._compiled: dict[Hashable, Any] = {}
+        self._traces: dict[Hashable, jax.stages.Traced] = {}
+        self._compiled: dict[Hashable, Compiled] = {}
         self._derived: dict[Hashable, Callee] = {}
         self._jitted: JitFunction | None = None
         self._lock = threading.Lock()
@@ -122,7 +126,7 @@ class Callee:
             self._jitted = self.jit(self.fun, device=self.device, check_bounds=self.check_bounds)
         return self._jitted
 
-    def trace(self, avals: Sequence[Any]) -> Any:
+    def trace(self, avals: Sequence[ShapedArray]) -> jax.stages.Traced:
         """jax's trace of the function for inputs of types ``avals`` (``jax.stages.
         Traced``), kept: the lowering inside ``jax.jit`` lowers this one, whose ops have
         their lines in ``f`` (a trace made while jax lowers an enclosing program would
@@ -148,7 +152,7 @@ class Callee:
                 f"is compiled apart from the transformations around it (apply the collective "
                 f"outside it)")
 
-    def compiled(self, avals: Sequence[Any]) -> Any:
+    def compiled(self, avals: Sequence[ShapedArray]) -> Compiled:
         """tlc's executable for inputs of types ``avals`` (``aot.Compiled``)."""
         key = tuple(_aval_key(a) for a in avals)
         compiled = self._compiled.get(key)
@@ -160,7 +164,7 @@ class Callee:
             self._compiled[key] = compiled
         return compiled
 
-    def derived(self, how: Hashable, make: Callable[[], Callable[..., list[Any]]],
+    def derived(self, how: Hashable, make: Callable[[], Callable[..., list[jax.Array]]],
                 name: str) -> Callee:
         """The callee of a transformation of this one (``how`` names it), made once."""
         with self._lock:
@@ -179,7 +183,7 @@ class Callee:
     def linear(self, nonzero: tuple[bool, ...]) -> Callee:
         """The tangents of the inexact results, from the primals and the tangents of the
         ``nonzero`` inputs (the others' are zero): linear in those tangents."""
-        def jvp(*args: Any) -> list[Any]:
+        def jvp(*args: jax.Array) -> list[jax.Array]:
             primals = args[:len(nonzero)]
             zeros = [_zeros(jax.typeof(p), tangent=True) for p in _select(nonzero, primals, False)]
             outs, tans = jax.jvp(self.fun, primals,
@@ -188,13 +192,13 @@ class Callee:
 
         return self.derived(("jvp", nonzero), lambda: jvp, "jvp")
 
-    def transposed(self, linear: tuple[bool, ...], avals: tuple[Any, ...],
+    def transposed(self, linear: tuple[bool, ...], avals: tuple[ShapedArray, ...],
                    present: tuple[bool, ...]) -> Callee:
         """The transpose in the ``linear`` inputs (of types ``avals``): the other inputs
         and the cotangents of the ``present`` results (the others' are zero) in, the
         linear inputs' cotangents out. ``jax.vjp`` at zeros for the linear inputs: exact
         for a function linear in them, as jax's transposition requires."""
-        def vjp(*args: Any) -> list[Any]:
+        def vjp(*args: jax.Array) -> list[jax.Array]:
             known = args[:linear.count(False)]
             outs, pullback = jax.vjp(lambda *xs: self.fun(*_merge(linear, xs, known)),
                                      *[_zeros(a) for a in avals])
@@ -223,12 +227,12 @@ def _user_loc() -> Loc | None:
                 where.col_offset or 0, str(where.end_col_offset) if one_line else None)
 
 
-def _select(mask: Sequence[bool], items: Sequence[Any], want: bool = True) -> list[Any]:
+def _select(mask: Sequence[bool], items: Sequence[T], want: bool = True) -> list[T]:
     """The items where ``mask`` is ``want``."""
     return [x for x, m in zip(items, mask, strict=True) if m == want]
 
 
-def _merge(mask: Sequence[bool], yes: Sequence[Any], no: Sequence[Any]) -> list[Any]:
+def _merge(mask: Sequence[bool], yes: Sequence[T], no: Sequence[T]) -> list[T]:
     """The items of ``yes`` where ``mask`` holds and of ``no`` elsewhere, in order."""
     yes_it, no_it = iter(yes), iter(no)
     return [next(yes_it) if m else next(no_it) for m in mask]
@@ -247,10 +251,10 @@ class Traced:
         self.callee = Callee(self._flat(jitted, key), jitted.name, jitted.device,
                              jitted.check_bounds, type(jitted))
 
-    def _flat(self, jitted: JitFunction, key: Signature) -> Callable[..., list[Any]]:
+    def _flat(self, jitted: JitFunction, key: Signature) -> Callable[..., list[jax.Array]]:
         """``f`` on the signature's leaves (key data for keys); tracing it records the
         output pytree."""
-        def flat(*data: Any) -> list[Any]:
+        def flat(*data: jax.Array) -> list[jax.Array]:
             leaves = [wrap_key(x, self.key_args[i]) if i in self.key_args else x
                       for i, x in enumerate(data)]
             args, kwargs = jitted.arguments(key, leaves)
@@ -261,7 +265,7 @@ class Traced:
 
         return flat
 
-    def __call__(self, leaves: list[Any]) -> Any:
+    def __call__(self, leaves: list[jax.Array]) -> object:
         """The call on these leaves: ``f``'s output pytree."""
         data = [jax.random.key_data(x) if i in self.key_args else x
                 for i, x in enumerate(leaves)]
@@ -275,26 +279,26 @@ class Traced:
 # -- the rules -----------------------------------------------------------------------------
 
 
-def _impl(*args: Any, callee: Callee) -> list[Any]:
+def _impl(*args: jax.Array, callee: Callee) -> list[jax.Array]:
     """Concrete arguments: tlc runs the callee (jax arrays out, as jax's own ops give)."""
     return [jnp.asarray(o) for o in callee.jitted(*args)]
 
 
-def _abstract_eval(*avals: Any, callee: Callee) -> list[ShapedArray]:
+def _abstract_eval(*avals: ShapedArray, callee: Callee) -> list[ShapedArray]:
     """The result types, from jax's trace of the callee."""
     return callee.trace(avals).jaxpr.out_avals
 
 
-def _batch(args: Sequence[Any], dims: Sequence[Any], *, callee: Callee
-           ) -> tuple[list[Any], list[int]]:
+def _batch(args: Sequence[jax.Array], dims: Sequence[int | None], *, callee: Callee
+           ) -> tuple[list[jax.Array], list[int]]:
     """The callee vmapped over the batched arguments' axes, its results batched on 0."""
     dims = tuple(dims)  # an int or None (not batched) per argument
     outs = tlc_call_p.bind(*args, callee=callee.batched(dims))
     return outs, [0] * len(outs)
 
 
-def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, callee: Callee
-         ) -> tuple[list[Any], list[Any]]:
+def _jvp(primals: Sequence[jax.Array], tangents: Sequence[Any], *,
+         callee: Callee) -> tuple[list[jax.Array], list[jax.Array | ad.Zero]]:
     """The callee on the primals, and its linear callee on the primals and the nonzero
     tangents (symbolic zeros for the other results)."""
     outs = tlc_call_p.bind(*primals, callee=callee)
@@ -307,12 +311,13 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *, callee: Callee
     return outs, _merge(inexact, tans, [_zero_tangent(o) for o in _select(inexact, outs, False)])
 
 
-def _zero_tangent(x: Any) -> Any:
+def _zero_tangent(x: jax.Array) -> ad.Zero:
     """The symbolic zero tangent of ``x``."""
     return ad.Zero(jax.typeof(x).to_tangent_aval())
 
 
-def _transpose(cts: Sequence[Any], *args: Any, callee: Callee) -> list[Any]:
+def _transpose(cts: Sequence[Any], *args: jax.Array | ad.UndefinedPrimal,
+               callee: Callee) -> list[jax.Array | ad.Zero | None]:
     """The cotangents of the arguments jax takes the callee to be linear in (None for
     the others), from the results' cotangents."""
     linear = tuple(ad.is_undefined_primal(x) for x in args)
@@ -326,7 +331,15 @@ def _transpose(cts: Sequence[Any], *args: Any, callee: Callee) -> list[Any]:
     return _merge(linear, grads, [None] * len(known))
 
 
-def _lower(ctx: Any, *args: Any, callee: Callee) -> Any:
+def _shaped(avals: Sequence[AbstractValue]) -> list[ShapedArray]:
+    """The types of ``tlc_call``'s operands or results: arrays, each a ShapedArray."""
+    shaped = [a for a in avals if isinstance(a, ShapedArray)]
+    assert len(shaped) == len(avals), avals
+    return shaped
+
+
+def _lower(ctx: mlir.LoweringRuleContext, *args: ir.Value, callee: Callee
+           ) -> Sequence[ir.Value | Sequence[ir.Value]]:
     """Inside ``jax.jit``: a host callback into tlc's executable, compiled now."""
     if lowering_for_tlc():
         return mlir.lower_fun(callee.fun, multiple_results=True)(ctx, *args)
@@ -334,7 +347,8 @@ def _lower(ctx: Any, *args: Any, callee: Callee) -> Any:
         raise JaxCompileError.at(_user_loc(), f"jax.export cannot serialize {callee.name}: "
                                  f"tlc runs it through a host callback (export the function "
                                  f"without tlc.jax.jit)")
-    compiled = callee.compiled(ctx.avals_in)
+    avals_in = _shaped(ctx.avals_in)
+    compiled = callee.compiled(avals_in)
 
     def run(*arrays: np.ndarray) -> list[np.ndarray]:
         return compiled._call_leaves(list(arrays))
@@ -342,7 +356,7 @@ def _lower(ctx: Any, *args: Any, callee: Callee) -> Any:
     # emit_python_callback, not pure_callback: that would device_put the numpy arguments
     # XLA gives (~150 us a call)
     results, _, _ = mlir.emit_python_callback(
-        ctx, run, None, list(args), ctx.avals_in, ctx.avals_out, has_side_effect=False,
+        ctx, run, None, list(args), avals_in, _shaped(ctx.avals_out), has_side_effect=False,
         returns_token=False)
     return results
 
