@@ -12,7 +12,7 @@ tensor-language kernels or the OpenCL C, and :meth:`Compiled.summary`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from backend_opencl.api.jax.common import (
     leaf_key,
 )
 
+if TYPE_CHECKING:
+    import jax
+
+    from tensorlang.plan import Step
+
 DIALECTS = ("stablehlo", "tl", "opencl")
 """What :meth:`Compiled.as_text` prints."""
 
@@ -32,7 +37,8 @@ DIALECTS = ("stablehlo", "tl", "opencl")
 class Lowered:
     """jax's lowering of a ``tlc.jax.jit`` function for one signature, for tlc."""
 
-    def __init__(self, jitted: JitFunction, key: Signature, lowered: Any) -> None:
+    def __init__(self, jitted: JitFunction, key: Signature, lowered: jax.stages.Lowered
+                 ) -> None:
         self._jitted = jitted
         self._key = key
         self._lowered = lowered
@@ -68,7 +74,7 @@ class Summary:
     results: tuple[tuple[tuple[int, ...], np.dtype | None], ...]
 
     def __str__(self) -> str:
-        def types(values: tuple[tuple[tuple[int, ...], Any], ...]) -> str:
+        def types(values: tuple[tuple[tuple[int, ...], object], ...]) -> str:
             return ", ".join(_type_text(shape, dtype) for shape, dtype in values) or "none"
 
         return (f"{len(self.kernels)} kernels ({', '.join(self.kernels) or 'none'}), "
@@ -80,7 +86,8 @@ class Compiled:
     """tlc's executable for one signature of a ``tlc.jax.jit`` function: call it with the
     dynamic arguments (the static ones were given to ``lower``), as jax's ``Compiled``."""
 
-    def __init__(self, jitted: JitFunction, key: Signature, entry: Entry, lowered: Any) -> None:
+    def __init__(self, jitted: JitFunction, key: Signature, entry: Entry,
+                 lowered: jax.stages.Lowered) -> None:
         self._jitted = jitted
         self._key = key
         self._entry = entry
@@ -91,7 +98,7 @@ class Compiled:
         """The pytree structure of the results."""
         self._in_avals = jax_module().tree_util.tree_leaves(lowered.in_avals)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Run tlc's executable: numpy arrays in the function's output pytree. A
         TypeError when the arguments' structure, shapes or dtypes are not the compiled
         ones (jax's canonical dtypes; weak types may differ)."""
@@ -103,7 +110,7 @@ class Compiled:
             self._check_types(leaves)
         return self._call_leaves(leaves)
 
-    def _check_types(self, leaves: list[Any]) -> None:
+    def _check_types(self, leaves: list[object]) -> None:
         """A TypeError at the first leaf whose type is not the compiled one."""
         for i, (leaf, want) in enumerate(zip(leaves, self._in_avals, strict=True)):
             aval = jax_module().typeof(leaf)
@@ -112,7 +119,7 @@ class Compiled:
                                 f"{_type_text(want.shape, want.dtype)} at argument leaf {i}, "
                                 f"called with {_type_text(aval.shape, aval.dtype)}")
 
-    def _call_leaves(self, leaves: list[Any]) -> Any:
+    def _call_leaves(self, leaves: list[object]) -> Any:
         """Run on the arguments' leaves, unchecked (a host callback's, typed by jax)."""
         return self._jitted.run_entry(self._entry, leaves)
 
@@ -150,12 +157,12 @@ class Compiled:
                   for b, d in zip(results, exe.result_dtypes[:len(results)], strict=True)))
 
 
-def _type_text(shape: tuple[int, ...], dtype: Any) -> str:
+def _type_text(shape: tuple[int, ...], dtype: object) -> str:
     """``float32[2,3]`` as jax writes types (``token`` for a None dtype)."""
     return f"{dtype}[{','.join(map(str, shape))}]" if dtype is not None else "token"
 
 
-def _launches(steps: Any) -> int:
+def _launches(steps: tuple[Step, ...]) -> int:
     """The kernel launches among ``steps`` and their nested steps (each body once)."""
     from tensorlang.plan import Case, If, Launch, While
 

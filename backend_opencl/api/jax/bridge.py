@@ -44,9 +44,15 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
+
+    from backend_opencl.api.jax.aot import Lowered
+    from backend_opencl.api.jax.primitive import Traced
 
 from backend_opencl.api.jax.common import (
     Entry,
@@ -79,10 +85,10 @@ def set_device_results(enabled: bool) -> bool:
     return previous
 
 
-def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+def jit(fun: Callable[..., object] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (),
         donate_argnums: int | Sequence[int] | None = None,
-        donate_argnames: str | Sequence[str] | None = None, device: Any = None,
+        donate_argnames: str | Sequence[str] | None = None, device: object = None,
         check_bounds: bool = False, device_results: bool | None = None) -> Any:
     """``jax.jit``'s spelling for tlc: ``f`` compiled by tlc for ``device`` (an OpenCL
     device: index or name part, as ``tlc devices`` shows; default as ``tlc`` chooses).
@@ -94,7 +100,7 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     ``device_results``: return :class:`DeviceArray` s without waiting for the device
     (None: as :func:`set_device_results` says, by default numpy arrays after a wait).
     """
-    options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
+    options: dict[str, Any] = {"static_argnums": static_argnums, "static_argnames": static_argnames,
                "donate_argnums": donate_argnums, "donate_argnames": donate_argnames,
                "device": device, "check_bounds": check_bounds,
                "device_results": device_results}
@@ -106,10 +112,10 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
 class Jitted:
     """A JAX function compiled by tlc per signature; call it like the function."""
 
-    def __init__(self, fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
+    def __init__(self, fun: Callable[..., object], *, static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (),
                  donate_argnums: int | Sequence[int] | None = None,
-                 donate_argnames: str | Sequence[str] | None = None, device: Any = None,
+                 donate_argnames: str | Sequence[str] | None = None, device: object = None,
                  check_bounds: bool = False, device_results: bool | None = None) -> None:
         jax = jax_module()
         functools.update_wrapper(self, fun)
@@ -126,13 +132,13 @@ class Jitted:
                                keep_unused=True)  # every leaf stays a parameter
         self._tracer = jax.core.Tracer
         self._cache: dict[Signature, Entry] = {}
-        self._fast: dict[tuple[Any, ...], Entry] = {}
+        self._fast: dict[tuple[object, ...], Entry] = {}
         """Entries of calls with only numpy or tlc arrays as positional arguments, by
         :func:`_array_key` (no pytree flattening)."""
-        self._traced: dict[Signature, Any] = {}  # primitive.Traced per signature
+        self._traced: dict[Signature, Traced] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         fast = None if kwargs or self._nums else _array_key(args)
         if fast is not None:
             entry = self._fast.get(fast)
@@ -146,7 +152,7 @@ class Jitted:
             self._fast[fast] = entry
         return self.run_entry(entry, leaves)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
+    def lower(self, *args: object, **kwargs: object) -> Lowered:
         """The lowering for these arguments (arrays or ``jax.ShapeDtypeStruct``), as
         :class:`backend_opencl.api.jax.aot.Lowered`: ``as_text()`` is the StableHLO tlc
         compiles, ``compile()`` tlc's executable."""
@@ -156,7 +162,7 @@ class Jitted:
         return Lowered(self, key, self._lower(args, kwargs))
 
     @property
-    def jax_jitted(self) -> Any:
+    def jax_jitted(self) -> jax.stages.Wrapped:
         """``jax.jit`` of the function (what jax traces and lowers)."""
         return self._jitted
 
@@ -170,13 +176,13 @@ class Jitted:
         """How many signatures have been compiled (each new one traces ``f`` again)."""
         return len(self._cache)
 
-    def signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                   ) -> tuple[list[Any], Signature]:
+    def signature(self, args: tuple[object, ...], kwargs: dict[str, object]
+                   ) -> tuple[list[object], Signature]:
         """The dynamic leaves and the cache key of a call."""
         nums = {i if i >= 0 else len(args) + i for i in self._nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in nums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._names}
-        static: tuple[tuple[int | str, Any], ...] = tuple(
+        static: tuple[tuple[int | str, object], ...] = tuple(
             (i, a) for i, a in enumerate(args) if i in nums)
         static += tuple(sorted((k, v) for k, v in kwargs.items() if k in self._names))
         leaves, tree = jax_module().tree_util.tree_flatten((dynamic, dyn_kwargs))
@@ -188,8 +194,8 @@ class Jitted:
                            f"{', '.join(type(v).__name__ for _, v in static)}") from None
         return leaves, key
 
-    def arguments(self, key: Signature, leaves: Sequence[Any]
-                   ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def arguments(self, key: Signature, leaves: Sequence[object]
+                   ) -> tuple[tuple[object, ...], dict[str, object]]:
         """The positional and keyword arguments of a call again, from its dynamic leaves
         and the static values in ``key``."""
         dynamic, kwargs = jax_module().tree_util.tree_unflatten(key.tree, leaves)
@@ -201,7 +207,7 @@ class Jitted:
                 kwargs[where] = value
         return tuple(args), kwargs
 
-    def run_entry(self, entry: Entry, leaves: list[Any]) -> Any:
+    def run_entry(self, entry: Entry, leaves: list[object]) -> object:
         """Run a compiled signature on a call's dynamic leaves; its results' pytree."""
         for i in entry.key_args:
             leaves[i] = jax_module().random.key_data(leaves[i])
@@ -223,7 +229,7 @@ class Jitted:
             outs[i] = wrap_key(np.asarray(outs[i]), dtype)
         return jax_module().tree_util.tree_unflatten(entry.out_tree, outs)
 
-    def _call_traced(self, leaves: list[Any], key: Signature) -> Any:
+    def _call_traced(self, leaves: list[object], key: Signature) -> object:
         """A call with jax tracers among the leaves: one ``tlc_call`` (or ``f`` itself
         while jax lowers a program for tlc, which then compiles the whole)."""
         from backend_opencl.api.jax import primitive
@@ -236,7 +242,7 @@ class Jitted:
             traced = self._traced.setdefault(key, primitive.Traced(self, key))
         return traced(leaves)
 
-    def _lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _lower(self, args: tuple[object, ...], kwargs: dict[str, object]) -> jax.stages.Lowered:
         """jax's ``Lowered`` of ``f`` for a call's arguments."""
         jax = jax_module()
         args, kwargs = jax.tree_util.tree_map(
@@ -245,7 +251,7 @@ class Jitted:
         with inlining_tlc():
             return self._jitted.lower(*args, **kwargs)
 
-    def entry(self, key: Signature, lower: Callable[[], Any]) -> Entry:
+    def entry(self, key: Signature, lower: Callable[[], jax.stages.Lowered]) -> Entry:
         """The compiled signature ``key``, compiling ``lower()`` the first time."""
         entry = self._cache.get(key)
         if entry is None:
@@ -255,6 +261,7 @@ class Jitted:
         return entry
 
     def _compile(self, lowered: Any, key: Signature) -> Entry:
+        # not jax.stages.Lowered: its out_tree is jaxlib's PyTreeDef, which mypy cannot follow
         """Compile jax's lowering with tlc (the disk cache may answer)."""
         import backend_opencl
 
@@ -282,13 +289,13 @@ class Jitted:
                       tokens)
 
 
-def _leading_tokens(dtypes: Sequence[Any]) -> int:
+def _leading_tokens(dtypes: Sequence[object]) -> int:
     """How many of the dtypes (an executable's parameters or results) are tokens (None)
     before the first array: jax puts the tokens of ordered effects first."""
     return next((i for i, d in enumerate(dtypes) if d is not None), len(dtypes))
 
 
-def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
+def _static_args(fun: Callable[..., object], nums: int | Sequence[int],
                  names: str | Sequence[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Static positions and names, each completed from the other through ``fun``'s
     signature (as ``jax.jit`` does)."""
@@ -312,7 +319,7 @@ def _static_args(fun: Callable[..., Any], nums: int | Sequence[int],
 _ARRAYS = (np.ndarray, DeviceArray)
 
 
-def _array_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+def _array_key(args: tuple[Any, ...]) -> tuple[object, ...] | None:
     """The signature of a call whose arguments are all numpy or tlc arrays (each a leaf,
     of no weak type): their shapes and dtypes; None for any other call."""
     key = []
@@ -323,7 +330,7 @@ def _array_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(key)
 
 
-def _as_array(x: Any, dtype: np.dtype) -> np.ndarray | DeviceArray:
+def _as_array(x: object, dtype: np.dtype) -> np.ndarray | DeviceArray:
     """Leaf ``x`` as a numpy array of the parameter's dtype (jax's canonical dtype: float64
     numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``)."""
     if type(x) is DeviceArray and x.dtype == dtype:
@@ -341,8 +348,8 @@ _CALLSITE = re.compile(r"^callsite\((#loc\d*) at (#loc\d*)\)$")
 _OP_LOC = re.compile(r"loc\((#loc\d*)\)\s*$")
 
 
-def _located(err: CompileError, lowered: Any, name: str, device: Any,
-             callbacks: Sequence[Callable[..., Any]]) -> JaxCompileError:
+def _located(err: CompileError, lowered: jax.stages.Lowered, name: str, device: object,
+             callbacks: Sequence[Callable[..., object]]) -> JaxCompileError:
     """``err`` (a parse or compile error) again, at the Python line of the op it is about
     (compiling the lowering with debug locations, and the same host callbacks); at the
     StableHLO line where jax recorded none."""

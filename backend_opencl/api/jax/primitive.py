@@ -265,7 +265,7 @@ class Traced:
 
         return flat
 
-    def __call__(self, leaves: list[jax.Array]) -> object:
+    def __call__(self, leaves: list[Any]) -> object:
         """The call on these leaves: ``f``'s output pytree."""
         data = [jax.random.key_data(x) if i in self.key_args else x
                 for i, x in enumerate(leaves)]
