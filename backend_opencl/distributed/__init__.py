@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +36,10 @@ from backend_opencl.distributed.transport import (
 )
 from tensorlang.diagnostics import TlcError
 
+if TYPE_CHECKING:
+    from backend_opencl.distributed.shardy import ShardedProgram
+    from frontend.ir.core import Module
+
 __all__ = ["ProcessGrid", "RankProgram", "compile_stablehlo", "spmd_program", "run_parallel",
            "run_parallel_many", "run_rank", "run_cases",
            "wanted", "describe_failure", "world_transport"]
@@ -46,7 +50,7 @@ def world_transport() -> Transport:
     return MpiTransport() if under_mpi_launcher() else LocalTransport()
 
 
-def _parse(text: str, filename: str) -> Any:
+def _parse(text: str, filename: str) -> Module:
     import frontend
 
     module = frontend.parse(text, filename=filename)
@@ -56,9 +60,9 @@ def _parse(text: str, filename: str) -> Any:
     return module
 
 
-def compile_stablehlo(text: str, device: Any = None, entry: str = "main",
+def compile_stablehlo(text: str, device: object = None, entry: str = "main",
                       transport: Transport | None = None,
-                      filename: str = "<string>") -> RankProgram:
+                      filename: str = "<string>") -> RankProgram | ShardedProgram:
     """This rank's executable of an SPMD program (every rank runs ``@entry``); the grid
     comes from ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (replicas default to the
     world size), and a mismatch with the world size is a TlcError on every rank."""
@@ -66,8 +70,8 @@ def compile_stablehlo(text: str, device: Any = None, entry: str = "main",
     return spmd_program(text, entry, transport, device, filename).compile()
 
 
-def spmd_program(text: str, entry: str, transport: Transport, device: Any = None,
-                 filename: str = "<string>") -> Any:
+def spmd_program(text: str, entry: str, transport: Transport, device: object = None,
+                 filename: str = "<string>") -> RankProgram | ShardedProgram:
     """This rank's program of an SPMD module, or of a JAX ``shard_map`` export in Shardy
     form (global arrays in and out: :mod:`backend_opencl.distributed.shardy`)."""
     from backend_opencl.distributed import shardy
@@ -82,8 +86,8 @@ def spmd_program(text: str, entry: str, transport: Transport, device: Any = None
     return program if manual is None else shardy.ShardedProgram(manual, program)
 
 
-def run_rank(text: str, programs: list[list[str]], inputs: list[Any],
-             transport: Transport, device: Any = None) -> list[Any]:
+def run_rank(text: str, programs: list[list[str]], inputs: list[object],
+             transport: Transport, device: object = None) -> list[np.ndarray | None]:
     """This rank's results of ``programs[replica][partition]`` over flat ``inputs`` (each
     process takes as many as its function has arguments, in rank order)."""
     grid = _grid(programs, transport)
@@ -95,7 +99,8 @@ def run_rank(text: str, programs: list[list[str]], inputs: list[Any],
     return program(*mine)
 
 
-def _inputs_of(module: Any, names: list[list[str]], inputs: list[Any]) -> list[list[Any]]:
+def _inputs_of(module: Module, names: list[list[str]], inputs: list[object]
+               ) -> list[list[object]]:
     """``inputs`` split per rank by the number of arguments of each rank's function."""
     counts = []
     for name in [n for row in names for n in row]:
@@ -122,9 +127,9 @@ def _grid(programs: list[list[str]], transport: Transport) -> ProcessGrid:
     return ProcessGrid(replicas, partitions, transport.rank)
 
 
-def run_parallel(text: str, programs: list[list[str]], inputs: list[Any], *,
-                 device: Any = None, timeout_s: float = 120.0,
-                 infeed: list[Any] | None = None) -> list[Any]:
+def run_parallel(text: str, programs: list[list[str]], inputs: list[object], *,
+                 device: object = None, timeout_s: float = 120.0,
+                 infeed: list[object] | None = None) -> list[np.ndarray | None]:
     """``interpreter.run_parallel``: run ``programs[replica][partition]`` (functions of the
     module ``text``) as one process each and return their results, flat in rank order
     (tokens are None).  One process runs here; several are spawned with ``mpiexec``
@@ -144,12 +149,12 @@ def run_parallel(text: str, programs: list[list[str]], inputs: list[Any], *,
                              timeout_s=timeout_s)[0]
 
 
-Case = tuple[str, list[list[str]], list[Any]]
+Case = tuple[str, list[list[str]], list[object]]
 """One ``run_parallel``: module text, ``programs[replica][partition]``, flat inputs."""
 
 
-def run_parallel_many(cases: list[Case], *, device: Any = None,
-                      timeout_s: float = 300.0) -> list[list[Any]]:
+def run_parallel_many(cases: list[Case], *, device: object = None,
+                      timeout_s: float = 300.0) -> list[list[np.ndarray | None]]:
     """Several independent ``run_parallel`` calls in one MPI job of as many ranks as the
     largest needs (one launch instead of one each); case k runs on ranks
     ``0..n_k-1`` over a communicator of its own, in order."""
@@ -170,9 +175,9 @@ def run_parallel_many(cases: list[Case], *, device: Any = None,
             for k, n in enumerate(sizes)]
 
 
-def run_cases(cases: list[Case], world: MpiTransport, device: Any = None) -> list[Any]:
+def run_cases(cases: list[Case], world: MpiTransport, device: object = None) -> list[object]:
     """This rank's results of each case it takes part in (None for the others)."""
-    out: list[Any] = []
+    out: list[object] = []
     for text, programs, inputs in cases:
         n = len(programs) * len(programs[0])
         if world.rank >= n:
@@ -182,8 +187,8 @@ def run_cases(cases: list[Case], world: MpiTransport, device: Any = None) -> lis
     return out
 
 
-def _run_in_world(text: str, programs: list[list[str]], inputs: list[Any],
-                  world: MpiTransport, device: Any) -> list[Any]:
+def _run_in_world(text: str, programs: list[list[str]], inputs: list[object],
+                  world: MpiTransport, device: object) -> list[np.ndarray | None]:
     """run_parallel by the ranks of the current MPI job; a failing rank aborts it."""
     try:
         mine = run_rank(text, programs, inputs, world, device)

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NUMPY_MAGIC = (b"\x93NUMPY", b"PK")
 """How ``.npy`` files and ``.npz`` archives (zip files) begin."""
@@ -50,7 +53,7 @@ def save_arrays(path: str, arrays: dict[str, Any]) -> None:
         np.savez(path, **arrays)
 
 
-def read_input_arrays(path: str) -> list[object]:
+def read_input_arrays(path: str) -> list[np.ndarray]:
     """The array of an ``.npy`` file, or those of an ``.npz`` in stored order; an
     unreadable file is a ``TlcError`` naming it."""
     import zipfile
