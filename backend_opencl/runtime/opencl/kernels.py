@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyopencl as cl
 
 from backend_opencl.abi import ArgAbi, ParamKind
 from backend_opencl.exec.arguments import (
@@ -40,7 +41,7 @@ from tensorlang.ir.types import GroupType, MemRefType
 class OpenCLKernel:
     """A kernel object of a built program and the lock its arguments are set under."""
 
-    kernel: Any
+    kernel: cl.Kernel
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
 
@@ -48,7 +49,7 @@ class OpenCLKernel:
 class OpenCLBuilt:
     """A built OpenCL program (the plan executor prepares its launches from it)."""
 
-    program: Any
+    program: cl.Program
 
     def kernel(self, c_name: str) -> OpenCLKernel:
         """A kernel object of its own for kernel ``c_name``."""
@@ -77,16 +78,16 @@ class OpenCLKernels:
         """The most work-groups of ``work_group_size`` one launch may have."""
         return max_groups(self.device, work_group_size)
 
-    def memref(self, value: Any, t: MemRefType, arg: ArgAbi, where: str,
-               writes: bool) -> tuple[Any, Binder]:
+    def memref(self, value: object, t: MemRefType, arg: ArgAbi, where: str,
+               writes: bool) -> tuple[object, Binder]:
         """Check a memref argument (numpy or pyopencl array); the argument and its binder."""
         bind = _memref_binder(value, t, arg, where, writes, self._align, self.device.context,
                               self._max_bytes, self._anywhere)
         ctx, queue = self.device.context, self.device.queue
         return value, lambda: bind(ctx, queue)
 
-    def group(self, value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
-              num_groups: int) -> tuple[Any, Binder]:
+    def group(self, value: object, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+              num_groups: int) -> tuple[object, Binder]:
         """Check a group argument (numpy or pyopencl members); the argument and its binder."""
         svm = all(p.kind is not ParamKind.GROUP_BASE for p in arg.params)
         # a table of host addresses needs kernels in the host's address space (PoCL)
@@ -96,20 +97,20 @@ class OpenCLKernels:
         ctx, queue = self.device.context, self.device.queue
         return value, lambda: bind(ctx, queue)
 
-    def record(self) -> Any:
+    def record(self) -> object:
         """A zeroed bounds-guard error record on the device."""
         return buffers.upload(self.device, np.zeros(RECORD_LONGS, np.int64))
 
-    def record_arg(self, record: Any) -> Any:
+    def record_arg(self, record: object) -> object:
         """The record's buffer."""
         return memory.device_buffer(record)
 
-    def read_record(self, record: Any) -> np.ndarray:
+    def read_record(self, record: object) -> np.ndarray:
         """The record's longs."""
         return buffers.download(record, RECORD_LONGS)
 
     def launch(self, kernel: OpenCLKernel, args: Sequence[Any], num_groups: int,
-               work_group_size: tuple[int, int]) -> Any:
+               work_group_size: tuple[int, int]) -> object:
         """Set the arguments and enqueue, under the kernel object's lock; the event."""
         with kernel.lock:
             return launch.launch(self.device.queue, kernel.kernel, args, num_groups,
@@ -119,19 +120,19 @@ class OpenCLKernels:
         """Wait for ``event`` (the queue is in order: everything before it is done)."""
         launch.finish(self.device.queue, event)
 
-    def profiled(self, name: str, event: Any, seconds: float) -> None:
+    def profiled(self, name: str, event: object, seconds: float) -> None:
         """The launch's device time and the call's wall time in the profile."""
         profile.PROFILE.launch(name, event)
         profile.PROFILE.call(seconds)
 
 
-ContextBinder = Callable[[Any, Any], tuple[list[Any], Writeback | None]]
+ContextBinder = Callable[[object, object], tuple[list[object], Writeback | None]]
 """Binds a checked argument given the context and queue (how the binders of
 :func:`_memref_binder` and :func:`_group_binder` are called)."""
 
 
 def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
-                   align: int = 0, context: Any = None, max_bytes: int = 0,
+                   align: int = 0, context: object = None, max_bytes: int = 0,
                    anywhere: bool = True) -> ContextBinder:
     shape, strides, span = array_layout(value, t, where)
     check_allocation(span * value.dtype.itemsize, max_bytes, where)
@@ -147,14 +148,14 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
         raise LaunchError(f"{where}: the kernel writes this argument but the array is "
                           "read-only")
 
-    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback | None]:
+    def bind(ctx: object, queue: object) -> tuple[list[object], Writeback | None]:
         buf, back = memory.upload(ctx, queue, value, span, writes, align, anywhere)
         return [buf] + dims, back
 
     return bind
 
 
-def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: bool,
+def _group_binder(value: object, t: GroupType, arg: ArgAbi, where: str, writes: bool,
                   num_groups: int, svm: bool, device: Device, align: int = 0,
                   max_bytes: int = 0) -> ContextBinder:
     """Check a group argument (a list, tuple or :class:`Group` of numpy arrays or of
@@ -170,7 +171,7 @@ def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: boo
     if writes and not on_device and not all(m.flags.writeable for m in members):
         raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
 
-    def bind(ctx: Any, queue: Any) -> tuple[list[Any], Writeback | None]:
+    def bind(ctx: object, queue: object) -> tuple[list[object], Writeback | None]:
         spans = [span for _, _, span in layouts]
         if on_device:
             args, keep, back = device_groups.bind_device_group(ctx, queue, members, spans,
@@ -186,7 +187,8 @@ def _group_binder(value: Any, t: GroupType, arg: ArgAbi, where: str, writes: boo
     return bind
 
 
-def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device: Device) -> bool:
+def _members_on_device(members: list[object] | tuple[object, ...], where: str, device: Device
+                       ) -> bool:
     """True when the members are pyopencl arrays (of ``device``'s context), False when
     they are numpy arrays; LaunchError for a mix."""
     if all(type(m) is np.ndarray for m in members):  # the common case, quickly
@@ -207,14 +209,14 @@ def _members_on_device(members: list[Any] | tuple[Any, ...], where: str, device:
     return True
 
 
-def _array_kind(value: Any) -> str | None:
+def _array_kind(value: object) -> str | None:
     """``"pyopencl"`` or ``"numpy"`` for arrays, None for anything else."""
     if memory.is_device_array(value):
         return "pyopencl"
     return "numpy" if isinstance(value, np.ndarray) else None
 
 
-def _keep_alive(back: Writeback | None, keep: list[Any]) -> Callable[[], None]:
+def _keep_alive(back: Writeback | None, keep: list[object]) -> Callable[[], None]:
     def run() -> None:
         if back is not None:
             back()
@@ -223,10 +225,10 @@ def _keep_alive(back: Writeback | None, keep: list[Any]) -> Callable[[], None]:
     return run
 
 
-def _member_layouts(members: list[Any] | tuple[Any, ...], t: GroupType, where: str,
+def _member_layouts(members: list[object] | tuple[object, ...], t: GroupType, where: str,
                     offset: int) -> list[tuple[list[int], list[int], int]]:
     """Check every member; members with the same dtype, shape and strides are checked once."""
-    seen: dict[tuple[Any, ...], tuple[list[int], list[int], int]] = {}
+    seen: dict[tuple[object, ...], tuple[list[int], list[int], int]] = {}
     layouts = []
     for k, member in enumerate(members):
         key = (member.dtype, member.shape, member.strides) if type(member) is np.ndarray \
