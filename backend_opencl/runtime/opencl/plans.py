@@ -31,13 +31,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pyopencl.array as cl_array
 
 from backend_opencl.exec.runtime import Executable, Kernel, Module, Run
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch, memory
 from backend_opencl.runtime.opencl.device_array import DeviceArray
 from backend_opencl.runtime.opencl.devices import Device
-from backend_opencl.runtime.opencl.frames import Frames, Layout, framed
+from backend_opencl.runtime.opencl.frames import Frame, Frames, Layout, framed
 from backend_opencl.runtime.opencl.kernels import OpenCLBuilt, max_allocation
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
@@ -100,7 +101,7 @@ class OpenCLPlans:
             value.queue.finish()  # its pending writes precede this call's reads
         return value
 
-    def bind(self, exe: Executable, run: Any, bid: int, arg: Any, profiling: bool,
+    def bind(self, exe: Executable, run: Run, bid: int, arg: Any, profiling: bool,
              snapshot: bool) -> None:
         """Make ``arg`` (checked) the contents of parameter buffer ``bid`` (``snapshot``:
         of a call that does not wait, so the caller's numpy memory is copied now)."""
@@ -131,7 +132,7 @@ class OpenCLPlans:
             return
         run.transfer(buffers.write(target, host.copy() if snapshot else host))
 
-    def _bind_device_array(self, exe: Executable, run: Any, bid: int, arg: DeviceArray,
+    def _bind_device_array(self, exe: Executable, run: Run, bid: int, arg: DeviceArray,
                            written: bool) -> bool:
         """Bind a tlc result still on this device as parameter ``bid``: its buffer itself
         when the plan only reads it, else a device copy (the in-order queue runs them
@@ -149,12 +150,12 @@ class OpenCLPlans:
 
     # -- buffers -----------------------------------------------------------------------------
 
-    def pool_key(self, exe: Executable, bid: int) -> Any:
+    def pool_key(self, exe: Executable, bid: int) -> tuple[str, int]:
         """Pooled by dtype and size."""
         b = exe.plan.buffers[bid]
         return b.dtype, b.size
 
-    def new_buffer(self, exe: Executable, bid: int) -> Any:
+    def new_buffer(self, exe: Executable, bid: int) -> cl_array.Array | buffers.HostArray:
         """A new buffer for ``bid``: in host memory on CPU devices (pooled, so its
         ``USE_HOST_PTR`` buffer is made once), else a device array."""
         if not self.align:
@@ -173,7 +174,7 @@ class OpenCLPlans:
             host[...] = 0xFF
         return host.view(dtype)
 
-    def upload(self, host: np.ndarray) -> Any:
+    def upload(self, host: np.ndarray) -> cl_array.Array:
         """A device array holding ``host``."""
         return buffers.upload(self.device, host)
 
@@ -186,7 +187,7 @@ class OpenCLPlans:
                      and plan.buffer(bid).size * exe.storage[bid].itemsize
                      >= IN_PLACE_BYTES for bid in plan.results)
 
-    def result_host(self, exe: Executable, run: Any, bid: int) -> np.ndarray:
+    def result_host(self, exe: Executable, run: Run, bid: int) -> np.ndarray:
         """A fresh host array that is result buffer ``bid`` for this call (in place)."""
         host = self._host_array(exe, bid, leased=True)
         run.borrow(bid, buffers.HostArray.over(self.ctx, self.queue, host, writes=True))
@@ -232,7 +233,7 @@ class OpenCLPlans:
         else:
             run.transfer(buffers.write(arr, flat))
 
-    def collect(self, exe: Executable, run: Any, hosts: Sequence[np.ndarray | None],
+    def collect(self, exe: Executable, run: Run, hosts: Sequence[np.ndarray | None],
                 profiling: bool) -> tuple[np.ndarray | None, ...]:
         """The results, after one wait: results bound in place are already in their
         arrays, device results are read back without blocking first, and results in
@@ -285,7 +286,7 @@ class OpenCLPlans:
             frames.give(run)
             raise
 
-    def _device_results(self, exe: Executable, run: Any, args: list[Any],
+    def _device_results(self, exe: Executable, run: Frame, args: list[Any],
                         frames: Frames) -> tuple[DeviceArray | None, ...]:
         """The results of a call that did not wait; its frame goes back once the results
         over the frame's own memory are read or dropped."""
@@ -312,7 +313,7 @@ class OpenCLPlans:
         return tuple(outs)
 
 
-def _result(exe: Executable, bid: int, flat: np.ndarray, copy: bool, dtype: Any,
+def _result(exe: Executable, bid: int, flat: np.ndarray, copy: bool, dtype: np.dtype | None,
             profiling: bool) -> np.ndarray:
     """Result ``bid`` shaped and typed from its flat host array (a copy when the array
     is pooled memory)."""
