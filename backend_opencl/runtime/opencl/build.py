@@ -53,7 +53,7 @@ class BuildStats:
 STATS = BuildStats()
 PROGRAMS_KEPT = 256
 """The most built programs a process keeps in memory (executables hold their own)."""
-_PROGRAMS: Memo[tuple[str, str, tuple[str, ...]], Any] = Memo(PROGRAMS_KEPT)
+_PROGRAMS: Memo[tuple[str, str, tuple[str, ...]], cl.Program] = Memo(PROGRAMS_KEPT)
 _LOCK = threading.Lock()
 
 
@@ -84,7 +84,7 @@ def _binary_entry(device: Device, source: str, options: tuple[str, ...],
 
 
 def build_program(device: Device, source: str, options: tuple[str, ...] = (),
-                  kernel_names: tuple[str, ...] = ()) -> Any:
+                  kernel_names: tuple[str, ...] = ()) -> cl.Program:
     """The built program for ``source`` on ``device`` (a ``runtime.Device``), cached."""
     key = (device.key, hashlib.sha256(source.encode()).hexdigest(), tuple(options))
     with _LOCK:
@@ -101,7 +101,7 @@ def build_program(device: Device, source: str, options: tuple[str, ...] = (),
 
 
 def _build(device: Device, source: str, options: tuple[str, ...],
-           kernel_names: tuple[str, ...]) -> Any:
+           kernel_names: tuple[str, ...]) -> cl.Program:
     program = cl.Program(device.context, source)
     folder = cache_directory()
     entry = _binary_entry(device, source, options, folder)
@@ -140,7 +140,7 @@ def _unknown_cpu(device: Device) -> DeviceError:
         "docs/devices.md")
 
 
-def _print_log(program: Any, device: Device, kernel_names: tuple[str, ...]) -> None:
+def _print_log(program: cl.Program, device: Device, kernel_names: tuple[str, ...]) -> None:
     log = program.get_build_info(device.cl_device, cl.program_build_info.LOG).strip()
     if log:
         names = ", ".join(kernel_names) or "<unknown>"
