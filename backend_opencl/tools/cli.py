@@ -19,6 +19,9 @@ from backend_opencl.tools.files import read_input_arrays, read_text, save_arrays
 from tensorlang.diagnostics import TlcError
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from backend_opencl.tools.run import Phases
     from tensorlang.ir.core import Program
 
 
@@ -218,7 +221,7 @@ def run_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
-def _finish(phases: Any, results: dict[str, Any], args: argparse.Namespace) -> None:
+def _finish(phases: Phases, results: dict[str, Any], args: argparse.Namespace) -> None:
     """After the runs: the profile, the results, the phases' times."""
     _print_profile()
     with phases("write", args.output or "stdout"):
@@ -230,11 +233,12 @@ class UsageError(TlcError):
     """The command line is incomplete (exit status 2, as argparse's own errors)."""
 
 
-def _load_inputs(spec: str | None, phases: Any, numbers: bool = False) -> list[Any]:
+def _load_inputs(spec: str | None, phases: Phases, numbers: bool = False
+                 ) -> list[np.ndarray | int | float | complex]:
     """The values of ``--inputs``: comma-separated ``.npy`` files (one array each) and
     ``.npz`` files (their arrays in stored order), in order; with ``numbers``, an entry
     that names no file and reads as a Python number is that number."""
-    values: list[Any] = []
+    values: list[np.ndarray | int | float | complex] = []
     paths = [p.strip() for p in (spec or "").split(",") if p.strip()]
     with phases("load", ", ".join(paths)):
         for path in paths:
