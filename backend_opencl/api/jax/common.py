@@ -154,31 +154,31 @@ class JitFunction(Protocol):
     """What :mod:`.primitive` and :mod:`.aot` use of a ``tlc.jax.jit`` function
     (:class:`backend_opencl.api.jax.bridge.Jitted`)."""
 
-    fun: Callable[..., Any]
-    device: Any
+    fun: Callable[..., object]
+    device: object
     check_bounds: bool
 
     @property
-    def jax_jitted(self) -> Any:
+    def jax_jitted(self) -> jax.stages.Wrapped:
         """``jax.jit`` of the function (what jax traces and lowers)."""
 
     @property
     def name(self) -> str:
         """The function's name, for diagnostics."""
 
-    def signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                  ) -> tuple[list[Any], Signature]:
+    def signature(self, args: tuple[object, ...], kwargs: dict[str, object]
+                  ) -> tuple[list[object], Signature]:
         """A call's dynamic leaves and its signature."""
 
-    def arguments(self, key: Signature, leaves: Sequence[Any]
-                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def arguments(self, key: Signature, leaves: Sequence[object]
+                  ) -> tuple[tuple[object, ...], dict[str, object]]:
         """The positional and keyword arguments of ``f`` for a signature's leaves."""
 
-    def entry(self, key: Signature, lower: Callable[[], Any]) -> Entry:
+    def entry(self, key: Signature, lower: Callable[[], jax.stages.Lowered]) -> Entry:
         """The compiled entry of a signature (compiled from ``lower()`` once)."""
 
-    def run_entry(self, entry: Entry, leaves: list[Any]) -> Any:
+    def run_entry(self, entry: Entry, leaves: list[object]) -> object:
         """A compiled entry called on a call's leaves: ``f``'s output pytree."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """``f`` compiled by tlc, called."""
