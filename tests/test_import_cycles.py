@@ -3,12 +3,9 @@ others: the graph of module-level imports (outside ``if TYPE_CHECKING:``) of fro
 tensorlang, backend_opencl and tlc has no cycle.
 
 ``from package import module`` is an edge to the module, ``from package import name`` an
-edge to the package.  Imports inside functions are not edges here: they run when the
-function does, after every module is loaded (the CLI's subcommands); the lazy cycles they
-still form are issue #22's item 5.  frontend.lower and frontend.verify have none even
-counting them (:func:`test_no_lazy_import_cycles_in_lowering_or_verifier`): the
-lowering's families register themselves in its core, which never imports one; nor have
-backend_opencl and tlc (:func:`test_no_lazy_import_cycles_in_backend`)."""
+edge to the package.  Counting the imports inside functions too, which run when the
+function does, there is no cycle either
+(:func:`test_no_import_cycles_counting_imports_inside_functions`)."""
 
 from __future__ import annotations
 
@@ -133,17 +130,12 @@ def test_the_checker_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_lazy_import_cycles_in_lowering_or_verifier() -> None:
+def test_no_import_cycles_counting_imports_inside_functions() -> None:
+    """Issue #22 item 5: no cycle anywhere in the library even counting the imports that
+    run inside functions (those under ``if TYPE_CHECKING:`` aside: they never run).  The
+    lowering's families register themselves in its core, which never imports one;
+    backend_opencl's tools call its API, the API its executors, the executors the
+    runtimes' protocols; the IR of either language does not import its syntax."""
     known = modules()
     graph = {name: imported_anywhere(name, path, known) for name, path in known.items()}
-    ours = ("frontend.lower", "frontend.verify")
-    assert [c for c in cycles(graph) if any(m.startswith(ours) for m in c)] == []
-
-
-def test_no_lazy_import_cycles_in_backend() -> None:
-    """backend_opencl's tools call its API, the API its executors, the executors the
-    runtimes' protocols: no chain of imports leads back, inside functions either."""
-    known = modules()
-    graph = {name: imported_anywhere(name, path, known) for name, path in known.items()}
-    assert [c for c in cycles(graph) if any(m.startswith(("backend_opencl", "tlc"))
-                                            for m in c)] == []
+    assert cycles(graph) == []
