@@ -46,19 +46,16 @@ from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import GroupType, MemRefType
 
 if TYPE_CHECKING:
-    import dpctl
-    import dpctl.program
-
-    from backend_opencl.runtime.sycl.queue import Memory
+    from backend_opencl.runtime.sycl.queue import Memory, SyclEvent, SyclKernel
 
 
 @dataclass(frozen=True)
 class SyclBuilt:
     """A program built on the queue's context: its kernels by C name."""
 
-    kernels: dict[str, dpctl.program.SyclKernel]
+    kernels: dict[str, SyclKernel]
 
-    def kernel(self, c_name: str) -> dpctl.program.SyclKernel:
+    def kernel(self, c_name: str) -> SyclKernel:
         """The kernel ``c_name``."""
         return self.kernels[c_name]
 
@@ -102,8 +99,8 @@ class SyclKernels:
         queue.read(record, found)
         return found
 
-    def launch(self, kernel: dpctl.program.SyclKernel, args: Sequence[object], num_groups: int,
-               work_group_size: tuple[int, int]) -> dpctl.SyclEvent:
+    def launch(self, kernel: SyclKernel, args: Sequence[object], num_groups: int,
+               work_group_size: tuple[int, int]) -> SyclEvent:
         """Submit to the queue; the event."""
         return queue.launch(self.device, kernel, args, num_groups, work_group_size)
 

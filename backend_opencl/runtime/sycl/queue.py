@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     Memory: TypeAlias = dpctl.memory.MemoryUSMShared | dpctl.memory.MemoryUSMDevice \
         | dpctl.memory.MemoryUSMHost
     """USM memory, as dpctl allocates it."""
+    SyclKernel: TypeAlias = dpctl.program.SyclKernel
+    SyclEvent: TypeAlias = dpctl.SyclEvent
 
 INSTALL_HINT = "pip install 'tlc[sycl]' (dpctl with Intel's SYCL and OpenCL CPU runtimes)"
 
