@@ -9,6 +9,7 @@ running other programs never have to take part).
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ def under_mpi_launcher() -> bool:
     return any(name in os.environ for name in MPI_ENV)
 
 
-def mpi() -> Any:
+def mpi() -> ModuleType:
     """The ``mpi4py.MPI`` module (initialises MPI); a TlcError when it is missing."""
     try:
         from mpi4py import MPI

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 ENV = "TLC_PROFILE"
@@ -48,7 +49,7 @@ class Profile:
     first_wall_s: float = 0.0  #: the first call's wall time (it builds kernels, frames)
     first_device_s: float = 0.0
     pending: list[tuple[str, Any]] = field(default_factory=list)
-    lock: Any = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def launch(self, name: str, event: Any) -> None:
         """Record a launch of kernel ``name`` and its event."""
@@ -122,7 +123,7 @@ PROFILE = Profile()
 _REGISTERED: list[bool] = []
 
 
-def queue_properties(cl: Any) -> Any:
+def queue_properties(cl: ModuleType) -> Any:
     """The properties of a new command queue: profiling when this process profiles (and
     then the report is printed at exit); a bit mask as pyopencl takes it (its annotation
     asks for the flag type, whose values cannot be combined)."""

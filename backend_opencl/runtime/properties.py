@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from backend_opencl.runtime.dispatch import CL_DEVICE_SUB_GROUP_SIZES_INTEL, device_size_array
@@ -10,7 +11,7 @@ _VECTOR_TYPES = ("char", "short", "int", "long", "half", "float", "double")
 _SVM_COARSE, _SVM_FINE = 1, 2  # CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, ..._FINE_GRAIN_BUFFER
 
 
-def device_facts(cl: Any, d: Any) -> dict[str, Any]:
+def device_facts(cl: ModuleType, d: Any) -> dict[str, Any]:
     """Keyword arguments of :class:`~.devices.Device` read from the pyopencl device ``d``."""
     extensions = frozenset(d.extensions.split())
     svm = _get(d, "svm_capabilities", 0)
@@ -30,7 +31,7 @@ def device_facts(cl: Any, d: Any) -> dict[str, Any]:
     }
 
 
-def _kind(cl: Any, bits: int) -> str:
+def _kind(cl: ModuleType, bits: int) -> str:
     if bits & cl.device_type.GPU:
         return "gpu"
     if bits & cl.device_type.CPU:

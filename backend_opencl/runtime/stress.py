@@ -29,6 +29,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 ENV = "TLC_STRESS"
@@ -68,7 +69,7 @@ def stall_iterations() -> int:
 class _Releaser:
     """The helper thread: completes user events when their time has come."""
 
-    def __init__(self, cl: Any, max_delay: float, seed: int | None) -> None:
+    def __init__(self, cl: ModuleType, max_delay: float, seed: int | None) -> None:
         self._cl = cl
         self._max = max_delay
         self._random = random.Random(seed)
