@@ -33,13 +33,14 @@ class HostArray:
         self._set(device.context, device.queue, host, writes)
 
     @classmethod
-    def over(cls, ctx: Any, queue: Any, host: np.ndarray, writes: bool) -> HostArray:
+    def over(cls, ctx: cl.Context, queue: cl.CommandQueue, host: np.ndarray, writes: bool
+             ) -> HostArray:
         """A host array over flat ``host`` in context ``ctx`` (``queue``: its queue)."""
         arr = cls.__new__(cls)
         arr._set(ctx, queue, host, writes)
         return arr
 
-    def _set(self, ctx: Any, queue: Any, host: np.ndarray, writes: bool) -> None:
+    def _set(self, ctx: cl.Context, queue: cl.CommandQueue, host: np.ndarray, writes: bool) -> None:
         self.host = host
         self.queue = queue
         self.base_data = cl.Buffer(ctx, _WRITES if writes else _READS, hostbuf=host)
@@ -107,7 +108,7 @@ def download(arr: Any, n: int) -> np.ndarray:
     return arr.get()[:n].copy()
 
 
-def read_async(queue: Any, arr: Any, host: np.ndarray) -> Any:
+def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> Any:
     """Enqueue a copy of device array ``arr``'s first ``host.size`` elements into
     ``host`` without waiting (``host`` must stay alive until the queue has run it);
     return its event (None when there is nothing to copy)."""

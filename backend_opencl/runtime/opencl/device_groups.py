@@ -43,13 +43,14 @@ def is_svm_array(arr: Any) -> bool:
     return isinstance(arr.base_data, getattr(cl, "SVMPointer", ()))  # absent before CL 2.0
 
 
-def foreign_members(members: Sequence[Any], ctx: Any) -> list[int]:
+def foreign_members(members: Sequence[Any], ctx: cl.Context) -> list[int]:
     """Indices of the pyopencl arrays that belong to another context than ``ctx``."""
     return [k for k, m in enumerate(members) if is_device_array(m) and m.context != ctx]
 
 
-def bind_device_group(ctx: Any, queue: Any, members: Sequence[Any], spans: Sequence[int],
-                      writes: bool, svm: bool) -> tuple[list[Any], list[Any], Writeback | None]:
+def bind_device_group(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[Any],
+                      spans: Sequence[int], writes: bool, svm: bool
+                      ) -> tuple[list[Any], list[Any], Writeback | None]:
     """(kernel arguments, objects to keep alive, writeback) for a group of pyopencl arrays.
 
     ``spans`` are the members' spans in elements; ``svm`` says whether the kernel takes a
@@ -67,14 +68,14 @@ def bind_device_group(ctx: Any, queue: Any, members: Sequence[Any], spans: Seque
     return _bind_packed_buffer(ctx, queue, members, nbytes, writes)
 
 
-def _wait_for_other_queues(members: Sequence[Any], queue: Any) -> None:
+def _wait_for_other_queues(members: Sequence[Any], queue: cl.CommandQueue) -> None:
     """Finish the members' own queues so their pending work precedes the launch."""
     others = {id(m.queue): m.queue for m in members if m.queue is not None and m.queue != queue}
     for other in others.values():
         other.finish()
 
 
-def _table(ctx: Any, values: Sequence[int]) -> Any:
+def _table(ctx: cl.Context, values: Sequence[int]) -> Any:
     """A read-only buffer of 64-bit table entries (addresses or element offsets)."""
     host = np.array(list(values) or [0], dtype=np.uint64)
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
@@ -86,8 +87,8 @@ def _in_place_svm(arr: Any) -> bool:
     return is_svm_array(arr) and arr.offset % arr.dtype.itemsize == 0
 
 
-def _bind_svm(ctx: Any, queue: Any, members: Sequence[Any], nbytes: Sequence[int],
-              writes: bool) -> tuple[list[Any], list[Any], Writeback | None]:
+def _bind_svm(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[Any],
+              nbytes: Sequence[int], writes: bool) -> tuple[list[Any], list[Any], Writeback | None]:
     """SVM members in place; the others copied into one SVM allocation."""
     copied = [k for k, m in enumerate(members) if not _in_place_svm(m)]
     keep: list[Any] = []
@@ -116,7 +117,7 @@ def _shared_buffer(members: Sequence[Any]) -> Any | None:
     return base if all(m.base_data == base for m in members) else None
 
 
-def _bind_packed_buffer(ctx: Any, queue: Any, members: Sequence[Any],
+def _bind_packed_buffer(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[Any],
                         nbytes: Sequence[int],
                         writes: bool) -> tuple[list[Any], list[Any], Writeback | None]:
     """The members copied into one new buffer; the table holds their element offsets."""
@@ -132,7 +133,7 @@ def _bind_packed_buffer(ctx: Any, queue: Any, members: Sequence[Any],
     return args, keep + args, back
 
 
-def _piece(ctx: Any, arr: Any, nbytes: int, packed: int, keep: list[Any]) -> _Piece:
+def _piece(ctx: cl.Context, arr: Any, nbytes: int, packed: int, keep: list[Any]) -> _Piece:
     """The copy of one member; SVM memory is viewed as a buffer (kept in ``keep``)."""
     source = arr.base_data
     if is_svm_array(arr):
@@ -141,7 +142,7 @@ def _piece(ctx: Any, arr: Any, nbytes: int, packed: int, keep: list[Any]) -> _Pi
     return _Piece(source, arr.offset, nbytes, packed)
 
 
-def _copy_in(queue: Any, target: Any, pieces: Sequence[_Piece]) -> None:
+def _copy_in(queue: cl.CommandQueue, target: Any, pieces: Sequence[_Piece]) -> None:
     """Enqueue device-to-device copies of the members into the packed allocation."""
     for p in pieces:
         if p.nbytes:
@@ -149,7 +150,7 @@ def _copy_in(queue: Any, target: Any, pieces: Sequence[_Piece]) -> None:
                             dst_offset=p.packed, byte_count=p.nbytes)
 
 
-def _copy_back(queue: Any, target: Any, pieces: Sequence[_Piece]) -> Callable[[], None]:
+def _copy_back(queue: cl.CommandQueue, target: Any, pieces: Sequence[_Piece]) -> Callable[[], None]:
     """How to copy the members back from the packed allocation after the kernel."""
     def back() -> None:
         for p in pieces:

@@ -126,13 +126,13 @@ class OpenCLKernels:
         profile.PROFILE.call(seconds)
 
 
-ContextBinder = Callable[[object, object], tuple[list[object], Writeback | None]]
+ContextBinder = Callable[[cl.Context, cl.CommandQueue], tuple[list[object], Writeback | None]]
 """Binds a checked argument given the context and queue (how the binders of
 :func:`_memref_binder` and :func:`_group_binder` are called)."""
 
 
 def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: bool,
-                   align: int = 0, context: object = None, max_bytes: int = 0,
+                   align: int = 0, context: cl.Context | None = None, max_bytes: int = 0,
                    anywhere: bool = True) -> ContextBinder:
     shape, strides, span = array_layout(value, t, where)
     check_allocation(span * value.dtype.itemsize, max_bytes, where)
@@ -148,7 +148,7 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
         raise LaunchError(f"{where}: the kernel writes this argument but the array is "
                           "read-only")
 
-    def bind(ctx: object, queue: object) -> tuple[list[object], Writeback | None]:
+    def bind(ctx: cl.Context, queue: cl.CommandQueue) -> tuple[list[object], Writeback | None]:
         buf, back = memory.upload(ctx, queue, value, span, writes, align, anywhere)
         return [buf] + dims, back
 
@@ -171,7 +171,7 @@ def _group_binder(value: object, t: GroupType, arg: ArgAbi, where: str, writes: 
     if writes and not on_device and not all(m.flags.writeable for m in members):
         raise LaunchError(f"{where}: the kernel writes this group but an array is read-only")
 
-    def bind(ctx: object, queue: object) -> tuple[list[object], Writeback | None]:
+    def bind(ctx: cl.Context, queue: cl.CommandQueue) -> tuple[list[object], Writeback | None]:
         spans = [span for _, _, span in layouts]
         if on_device:
             args, keep, back = device_groups.bind_device_group(ctx, queue, members, spans,

@@ -105,7 +105,7 @@ def _probe(device: Device, align: int) -> bool:
         return False
 
 
-def host_buffer(ctx: Any, host: np.ndarray, writes: bool) -> Any:
+def host_buffer(ctx: cl.Context, host: np.ndarray, writes: bool) -> Any:
     """A ``CL_MEM_USE_HOST_PTR`` buffer over contiguous ``host`` (which must outlive it)."""
     access = cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY
     return cl.Buffer(ctx, access | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
@@ -195,7 +195,7 @@ def leased_empty(nbytes: int, align: int) -> np.ndarray:
     return np.asarray(_Lease(*_RESULTS.take_block(nbytes, align), align))
 
 
-def bind_in_place(ctx: Any, arr: np.ndarray, elements: int, writes: bool,
+def bind_in_place(ctx: cl.Context, arr: np.ndarray, elements: int, writes: bool,
                   align: int, anywhere: bool = False) -> tuple[Any, Writeback | None]:
     """A buffer over ``arr``'s span in host memory (zero-copy devices): the span itself
     when aligned (or, with ``anywhere``, element-aligned), else an aligned staging copy;
@@ -224,7 +224,7 @@ def is_device_array(obj: object) -> bool:
     return isinstance(obj, cl_array.Array)
 
 
-def upload(ctx: Any, queue: Any, arr: np.ndarray, elements: int,
+def upload(ctx: cl.Context, queue: cl.CommandQueue, arr: np.ndarray, elements: int,
            writes: bool, align: int = 0, anywhere: bool = False
            ) -> tuple[Any, Writeback | None]:
     """A buffer holding ``arr``'s span, and how to copy it back (None if not written);
@@ -260,7 +260,7 @@ def device_buffer(arr: Any) -> Any:
     return arr.base_data.get_sub_region(arr.offset, size)
 
 
-def index_array(ctx: Any, values: Sequence[int]) -> Any:
+def index_array(ctx: cl.Context, values: Sequence[int]) -> Any:
     """A read-only device array of int64 values (per-member sizes and strides)."""
     host = np.asarray(values, dtype=np.int64)
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
@@ -277,7 +277,7 @@ def packed_offsets(nbytes: Sequence[int]) -> tuple[list[int], int]:
     return offsets, max(total, MEMBER_ALIGN)
 
 
-def upload_group(ctx: Any, queue: Any, members: Sequence[np.ndarray],
+def upload_group(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[np.ndarray],
                  spans: Sequence[int], writes: bool, svm: bool,
                  align: int = 0) -> tuple[list[Any], list[Any], Writeback | None]:
     """(kernel arguments, objects to keep alive, writeback) for a group's members.
