@@ -64,7 +64,7 @@ class HostArray:
         return self.host.nbytes
 
 
-def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> Any:
+def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> cl_array.Array:
     """A flat device array of ``max(n, 1)`` elements: uninitialized, or all bytes 0xFF
     when ``poison`` (tests use it to catch elements a kernel forgets to write)."""
     dtype = np.dtype(dtype)
@@ -74,7 +74,7 @@ def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> Any:
     return raw.view(dtype)
 
 
-def upload(device: Device, host: np.ndarray) -> Any:
+def upload(device: Device, host: np.ndarray) -> cl_array.Array:
     """A flat device array holding ``host``'s elements in row-major order."""
     flat = np.ascontiguousarray(host).reshape(-1)
     arr = alloc(device, flat.dtype, flat.size)
@@ -85,7 +85,7 @@ def upload(device: Device, host: np.ndarray) -> Any:
     return arr
 
 
-def write(arr: Any, host: np.ndarray) -> Any:
+def write(arr: Any, host: np.ndarray) -> cl.Event | None:
     """Copy ``host``'s elements (row-major, ``arr``'s dtype and size) into device array
     ``arr`` without waiting: ``host`` must stay alive until the queue has run the copy.
     Return the copy's event (None when there is nothing to copy)."""
@@ -108,7 +108,7 @@ def download(arr: Any, n: int) -> np.ndarray:
     return arr.get()[:n].copy()
 
 
-def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> Any:
+def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> cl.Event | None:
     """Enqueue a copy of device array ``arr``'s first ``host.size`` elements into
     ``host`` without waiting (``host`` must stay alive until the queue has run it);
     return its event (None when there is nothing to copy)."""
@@ -120,7 +120,7 @@ def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> Any:
                            is_blocking=False)
 
 
-def copy(device: Device, dst: Any, src: Any) -> Any:
+def copy(device: Device, dst: Any, src: Any) -> cl.Event | None:
     """Copy ``src``'s elements into ``dst`` on the device; return the copy's event (None
     when there is nothing to copy)."""
     nbytes = min(dst.nbytes, src.nbytes)

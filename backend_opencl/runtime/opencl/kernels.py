@@ -150,7 +150,7 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
 
     def bind(ctx: cl.Context, queue: cl.CommandQueue) -> tuple[list[object], Writeback | None]:
         buf, back = memory.upload(ctx, queue, value, span, writes, align, anywhere)
-        return [buf] + dims, back
+        return [buf, *dims], back
 
     return bind
 
@@ -179,7 +179,7 @@ def _group_binder(value: object, t: GroupType, arg: ArgAbi, where: str, writes: 
         else:
             args, keep, back = memory.upload_group(ctx, queue, members, spans, writes, svm,
                                                    align)
-        extra = [memory.index_array(ctx, values) for values in per_param]
+        extra: list[object] = [memory.index_array(ctx, values) for values in per_param]
         if t.offset is None:
             extra.append(np.int64(offset))
         return args + extra, _keep_alive(back, keep)

@@ -105,7 +105,7 @@ def _probe(device: Device, align: int) -> bool:
         return False
 
 
-def host_buffer(ctx: cl.Context, host: np.ndarray, writes: bool) -> Any:
+def host_buffer(ctx: cl.Context, host: np.ndarray, writes: bool) -> cl.Buffer:
     """A ``CL_MEM_USE_HOST_PTR`` buffer over contiguous ``host`` (which must outlive it)."""
     access = cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY
     return cl.Buffer(ctx, access | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
@@ -196,7 +196,7 @@ def leased_empty(nbytes: int, align: int) -> np.ndarray:
 
 
 def bind_in_place(ctx: cl.Context, arr: np.ndarray, elements: int, writes: bool,
-                  align: int, anywhere: bool = False) -> tuple[Any, Writeback | None]:
+                  align: int, anywhere: bool = False) -> tuple[cl.Buffer, Writeback | None]:
     """A buffer over ``arr``'s span in host memory (zero-copy devices): the span itself
     when aligned (or, with ``anywhere``, element-aligned), else an aligned staging copy;
     the writeback (run after the launch) copies a written staging copy back and releases
@@ -226,7 +226,7 @@ def is_device_array(obj: object) -> bool:
 
 def upload(ctx: cl.Context, queue: cl.CommandQueue, arr: np.ndarray, elements: int,
            writes: bool, align: int = 0, anywhere: bool = False
-           ) -> tuple[Any, Writeback | None]:
+           ) -> tuple[cl.Buffer, Writeback | None]:
     """A buffer holding ``arr``'s span, and how to copy it back (None if not written);
     with ``align`` (:func:`host_alignment`) the array's memory is bound in place (at any
     element-aligned address with ``anywhere``: :func:`binds_anywhere`)."""
@@ -260,7 +260,7 @@ def device_buffer(arr: Any) -> Any:
     return arr.base_data.get_sub_region(arr.offset, size)
 
 
-def index_array(ctx: cl.Context, values: Sequence[int]) -> Any:
+def index_array(ctx: cl.Context, values: Sequence[int]) -> cl.Buffer:
     """A read-only device array of int64 values (per-member sizes and strides)."""
     host = np.asarray(values, dtype=np.int64)
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
