@@ -13,12 +13,15 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend_opencl.runtime import dispatch, icd, stress
 from backend_opencl.runtime.errors import DeviceError
 from backend_opencl.runtime.properties import device_facts
 from backend_opencl.runtime.ranking import ENV_VAR, PYPI_SPEC, Candidate, choose
+
+if TYPE_CHECKING:
+    import pyopencl as cl
 
 __all__ = [
     "Device",
@@ -65,12 +68,12 @@ class Device:
         return f"{self.platform_name} [{tag}]: {self.name}"
 
     @property
-    def context(self) -> Any:
+    def context(self) -> cl.Context:
         """The process's one ``pyopencl.Context`` on this device (created on first use)."""
         return _context_of(self)
 
     @property
-    def queue(self) -> Any:
+    def queue(self) -> cl.CommandQueue:
         """The process's one in-order ``pyopencl.CommandQueue`` on this device."""
         return _queue_of(self)
 
@@ -83,12 +86,12 @@ class Device:
 
 @dataclass
 class _State:
-    lock: Any = field(default_factory=threading.RLock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
     devices: list[Device] | None = None
     plan: icd.LoaderPlan | None = None
     chosen: dict[str, tuple[Device, str]] = field(default_factory=dict)
-    contexts: dict[str, Any] = field(default_factory=dict)
-    queues: dict[str, Any] = field(default_factory=dict)
+    contexts: dict[str, cl.Context] = field(default_factory=dict)
+    queues: dict[str, cl.CommandQueue] = field(default_factory=dict)
 
 
 _STATE = _State()
@@ -240,7 +243,7 @@ def _describe(cl: Any, platform: Any, d: Any, plan: icd.LoaderPlan) -> Device:
     )
 
 
-def _context_of(device: Device) -> Any:
+def _context_of(device: Device) -> cl.Context:
     with _STATE.lock:
         ctx = _STATE.contexts.get(device.key)
         if ctx is None:
@@ -252,7 +255,7 @@ def _context_of(device: Device) -> Any:
         return ctx
 
 
-def _queue_of(device: Device) -> Any:
+def _queue_of(device: Device) -> cl.CommandQueue:
     with _STATE.lock:
         queue = _STATE.queues.get(device.key)
         if queue is None:
@@ -266,7 +269,7 @@ def _queue_of(device: Device) -> Any:
         return queue
 
 
-def _cl_device(device: Device) -> Any:
+def _cl_device(device: Device) -> cl.Device:
     if device.cl_device is None:
         raise DeviceError(f"error: device {device.label!r} has no OpenCL handle (a fake?)")
     return device.cl_device
