@@ -34,7 +34,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsInt
 
 import pyopencl as cl
 
@@ -44,7 +44,7 @@ from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
-Op = Callable[[], Any]
+Op = Callable[[], cl.Event | None]
 
 GATE_ENV = "TLC_GATE"
 """Set to 0 to enqueue a call's commands without holding them behind a gate."""
@@ -152,7 +152,7 @@ class Frame(InFlight):
         self.profiling = False
         self.gated = bool(exe.runtime.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
         """Whether enqueues wait behind a gate (CPU devices; see the module docstring)."""
-        self.gate: Any = None
+        self.gate: cl.UserEvent | None = None
         self.gating = self.gated
         """Whether this call's enqueues wait behind the gate."""
         self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
@@ -160,10 +160,10 @@ class Frame(InFlight):
         """The buffer each dynamic buffer's kernel arguments were last set to (a slot's;
         None after a borrowed one)."""
         self.ops, self.labels = self._prepare(exe.plan.steps)
-        self.pending: Any = None
+        self.pending: cl.Event | None = None
         """The event of the last command of a call that returned without waiting (an
         asynchronous one, :meth:`Frames.release`): the next call waits for it first."""
-        self.pending_keep: list[Any] = []
+        self.pending_keep: list[object] = []
         """What that call's commands use (events, borrowed arrays), kept until then."""
 
     def _prepare(self, steps: tuple[Step, ...]) -> tuple[list[Op], list[str]]:
@@ -208,7 +208,7 @@ class Frame(InFlight):
         return functools.partial(cl.enqueue_nd_range_kernel, self.queue, kernel,
                                  (step.num_groups * wgx, wgy), (wgx, wgy))
 
-    def _copy(self, dst: int, src: int) -> Any:
+    def _copy(self, dst: int, src: int) -> cl.Event | None:
         return buffers.copy(self.exe.device, self.get(dst), self.get(src))
 
     def get(self, bid: int) -> Any:
@@ -223,7 +223,7 @@ class Frame(InFlight):
             self.cur[bid] = arr
         return arr
 
-    def scalar(self, bid: int) -> Any:
+    def scalar(self, bid: int) -> SupportsInt:
         """The element of one-element buffer ``bid`` once the commands before are done."""
         self._open()
         arr = self.get(bid)
