@@ -35,6 +35,8 @@ class Symbols:
         """Parameters of dynamic sizes: name -> (memref value, mode)."""
         self.bound: dict[Value, str] = {}
         """Values that are iteration-domain dimensions (a foreach variable), not parameters."""
+        self.facts: dict[Value, list[str]] = {}
+        """What :mod:`.bounds` knows of each opaque value, kept once worked out."""
 
     def param(self, value: Value) -> str:
         """The parameter standing for ``value``."""

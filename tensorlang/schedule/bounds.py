@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
 import islpy as isl
@@ -101,6 +102,8 @@ def check(inst: Instruction, syms: Symbols) -> Verdict | None:
             touched, box = _touched(v, points, constraints), _box(v, syms)
             if touched is None:
                 return "unknown"
+            if touched.subtract(box).is_empty():
+                return "in"  # in bounds whatever holds where it runs: no facts needed
             where = facts(inst, syms, _params(touched) + _params(box))
             return verdict(touched, box, where)
     except isl.Error:  # an index isl cannot read, or a proof over budget: no verdict
@@ -138,11 +141,12 @@ _RELATION = {CmpCond.LT: "<", CmpCond.LE: "<=", CmpCond.GT: ">", CmpCond.GE: ">=
 
 
 def facts(inst: Instruction, syms: Symbols, about: Iterable[str] | None = None) -> isl.Set:
-    """The parameter set where ``inst`` can run: enclosing loop ranges and if conditions.
+    """The parameter set where ``inst`` can run: enclosing loop ranges and if conditions,
+    and what is known of the opaque values they and the access use.
 
-    With ``about``, only the facts that bear on those parameters (directly or through
-    other facts' parameters) are kept: the rest cannot change the answer and only make
-    isl's sets larger (each min/max fact is a disjunction).
+    With ``about``, only the facts that bear on those parameters are kept: the rest
+    cannot change the answer and only make isl's sets larger (each min/max fact is a
+    disjunction).
     """
     found: list[str] = []
     child: Instruction = inst
@@ -150,10 +154,56 @@ def facts(inst: Instruction, syms: Symbols, about: Iterable[str] | None = None) 
         owner = child.parent.parent
         found += _owner_facts(owner, owner.regions.index(child.parent), syms)
         child = owner
-    for value in list(syms.values.values()):
-        found += _value_facts(value, syms)
-    if about is not None:
-        found = _connected(found, set(about))
+    if about is None:
+        return _all_of(tuple(found + _every_value_fact(syms)))
+    return _all_of(tuple(_bearing_on(found, set(about), syms)))
+
+
+def _every_value_fact(syms: Symbols) -> list[str]:
+    """What is known of every opaque value met so far, and of the values those facts
+    bring in."""
+    known: dict[str, list[str]] = {}
+    while len(known) < len(syms.values):
+        for name, value in list(syms.values.items()):
+            if name not in known:
+                known[name] = _known_value_facts(value, syms)
+    return [fact for facts in known.values() for fact in facts]
+
+
+def _bearing_on(found: list[str], about: set[str], syms: Symbols) -> list[str]:
+    """The facts of ``found`` (where the access runs) that share a parameter with
+    ``about``, closed over the facts kept, and those without parameters (false ones mark
+    code that never runs); with what is known of each opaque value kept.
+
+    What is known of a value (``r = min(a, b)``) holds for some ``r`` whatever ``a`` and
+    ``b`` are, so it bears on the answer only when ``r`` does: it is asked for the values
+    the access or a kept fact uses, and brings in their operands (the clamps of a
+    function's other accesses, sharing their operands, stay out of the question).
+    """
+    params = [_fact_parameters(fact) for fact in found]
+    keep = [not names for names in params]
+    values: dict[str, list[str]] = {}
+    grew = True
+    while grew:
+        grew = False
+        for i, names in enumerate(params):
+            if not keep[i] and names & about:
+                keep[i], grew = True, True
+                about |= names
+        for name in sorted(about - values.keys()):
+            value = syms.values.get(name)
+            values[name] = [] if value is None else _known_value_facts(value, syms)
+            for fact in values[name]:
+                grew = grew or not _fact_parameters(fact) <= about
+                about |= _fact_parameters(fact)
+    return ([fact for fact, kept in zip(found, keep, strict=True) if kept]
+            + [fact for name in sorted(values) for fact in values[name]])
+
+
+def _all_of(found: tuple[str, ...]) -> isl.Set:
+    """The parameter set where every fact of ``found`` holds.  Not cached: isl's
+    operations count against the question's budget, and a verdict must not depend on
+    which questions were asked before."""
     where = space.context([])
     for fact in found:
         try:
@@ -165,19 +215,20 @@ def facts(inst: Instruction, syms: Symbols, about: Iterable[str] | None = None) 
     return where
 
 
-def _connected(found: list[str], about: set[str]) -> list[str]:
-    """The facts that share a parameter with ``about``, closed over the facts kept, and
-    those without parameters (false ones mark code that never runs)."""
-    params = [set(space.parameters(fact)) for fact in found]
-    keep = [not names for names in params]
-    grew = True
-    while grew:
-        grew = False
-        for i, names in enumerate(params):
-            if not keep[i] and names & about:
-                keep[i], grew = True, True
-                about |= names
-    return [fact for fact, kept in zip(found, keep, strict=True) if kept]
+@lru_cache(maxsize=8192)
+def _fact_parameters(fact: str) -> frozenset[str]:
+    return frozenset(space.parameters(fact))
+
+
+def _known_value_facts(value: Value, syms: Symbols) -> list[str]:
+    """:func:`_value_facts`, once per value while no loop variable is bound (the facts
+    then depend on the value alone; every access of a function asks about them all)."""
+    if syms.bound:
+        return _value_facts(value, syms)
+    known = syms.facts.get(value)
+    if known is None:
+        known = syms.facts[value] = _value_facts(value, syms)
+    return known
 
 
 def _value_facts(value: Value, syms: Symbols) -> list[str]:

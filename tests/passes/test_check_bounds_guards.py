@@ -131,3 +131,43 @@ def test_marks_survive_the_printer_round_trip_as_nothing() -> None:
     loads: list[Instruction] = [i for i in program.functions[0].walk() if i.name == "load"]
     assert loads[0].attrs[GUARD] is True
     assert str(program) == before
+
+
+def _clamped_loads(count: int) -> str:
+    """``count`` loads of %A at ``max(%i + k, 0)`` clamped below 16, one clamp each."""
+    lines = ["  %c15 = constant 15 : index"]
+    for k in range(count):
+        lines += [f"  %o{k} = arith.add %i, {k} : index",
+                  f"  %lo{k} = cmp.lt %o{k}, %c0 : index",
+                  f"  %p{k} = select %lo{k}, %c0, %o{k} : index",
+                  f"  %hi{k} = cmp.gt %p{k}, %c15 : index",
+                  f"  %q{k} = select %hi{k}, %c15, %p{k} : index",
+                  f"  %v{k} = load %A[%q{k}] : memref<f32x16>"]
+    return "\n".join(lines)
+
+
+def test_clamped_indices_are_proven_in_bounds() -> None:
+    """What is known of a min/max bounds the access that uses it."""
+    assert _marks(_func(_clamped_loads(3))) == []
+
+
+def test_other_accesses_clamps_stay_out_of_the_question() -> None:
+    """An access asks only about the values it uses: the clamps of the other accesses,
+    which share its operand %i, are left out (each is a disjunction isl must split)."""
+    from tensorlang.schedule.affine import Symbols
+    from tensorlang.schedule.bounds import facts
+    from tensorlang.schedule.space import param_names
+
+    program = tensorlang.parse(_func(_clamped_loads(12)), filename="k.tl")
+    func = program.functions[0]
+    syms = Symbols()
+    loads = [inst for inst in func.walk() if inst.name == "load"]
+    asked = {}
+    for _ in range(2):  # the second time, every clamp has its parameter
+        for k, inst in enumerate(loads):
+            index = syms.param(inst.variadic("indices")[0])
+            asked[k] = set(param_names(facts(inst, syms, [index])))
+    for k, names in asked.items():
+        other = {syms.param(loads[j].variadic("indices")[0]) for j in asked if j != k}
+        assert syms.param(loads[k].variadic("indices")[0]) in names
+        assert not names & other, f"load {k} asked about other clamps: {names & other}"
