@@ -73,12 +73,12 @@ def _binary_entry(device: Device, source: str, options: tuple[str, ...],
     if folder is None:
         return None
     try:  # _process_build_options (the options pyopencl adds to the key) is private
-        if has_src_build_cache(device.cl_device):
+        if has_src_build_cache(device.handle):
             return None
         from pyopencl.cache import get_cache_key  # ~6 ms to import: only where it is used
 
         options_bytes, _ = cl.Program._process_build_options(device.context, list(options))
-        return Path(folder) / get_cache_key(device.cl_device, options_bytes, source)
+        return Path(folder) / get_cache_key(device.handle, options_bytes, source)
     except (AttributeError, TypeError, cl.Error):
         return None
 
@@ -113,7 +113,7 @@ def _build(device: Device, source: str, options: tuple[str, ...],
             warnings.simplefilter("ignore", cl.CompilerWarning)
             # False, not None: None would be pyopencl's own folder (~/.cache/pyopencl).
             cache: dict[str, Any] = {"cache_dir": folder or False}  # see memory._NO_CACHE
-            built = program.build(options=list(options), devices=[device.cl_device], **cache)
+            built = program.build(options=list(options), devices=[device.handle], **cache)
     except cl.Error as err:
         if "unknown target CPU" in str(err):
             raise _unknown_cpu(device) from None
@@ -141,7 +141,7 @@ def _unknown_cpu(device: Device) -> DeviceError:
 
 
 def _print_log(program: cl.Program, device: Device, kernel_names: tuple[str, ...]) -> None:
-    log = program.get_build_info(device.cl_device, cl.program_build_info.LOG).strip()
+    log = program.get_build_info(device.handle, cl.program_build_info.LOG).strip()
     if log:
         names = ", ".join(kernel_names) or "<unknown>"
         print(f"tlc: OpenCL build log for {names}:\n{log}", file=sys.stderr)
