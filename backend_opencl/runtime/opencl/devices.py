@@ -71,11 +71,6 @@ class Device:
         return f"{self.platform_name} [{tag}]: {self.name}"
 
     @property
-    def handle(self) -> cl.Device:
-        """The pyopencl device (DeviceError for a device without one: a fake)."""
-        return _cl_device(self)
-
-    @property
     def context(self) -> cl.Context:
         """The process's one ``pyopencl.Context`` on this device (created on first use)."""
         return _context_of(self)
