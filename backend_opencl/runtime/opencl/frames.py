@@ -33,8 +33,8 @@ import collections
 import functools
 import os
 import threading
-from collections.abc import Callable
-from typing import Any, SupportsInt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol, SupportsInt
 
 import pyopencl as cl
 
@@ -44,10 +44,65 @@ from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
+if TYPE_CHECKING:
+    from backend_opencl.exec.module import Kernel
+    from backend_opencl.runtime.opencl.devices import Device
+
 Op = Callable[[], cl.Event | None]
 
 GATE_ENV = "TLC_GATE"
 """Set to 0 to enqueue a call's commands without holding them behind a gate."""
+
+
+class _Built(Protocol):
+    @property
+    def program(self) -> cl.Program:
+        """The built program (an :class:`~backend_opencl.runtime.opencl.kernels.OpenCLBuilt`)."""
+
+
+class _Module(Protocol):
+    @property
+    def kernels(self) -> Mapping[str, Kernel]:
+        """The module's kernels by name."""
+
+    @property
+    def built(self) -> _Built:
+        """Its program built by the OpenCL kernel runtime."""
+
+
+class _Runtime(Protocol):
+    @property
+    def pred_spin(self) -> launch.Spin:
+        """How a read of a branch's predicate waits."""
+
+
+class FramedExecutable(Protocol):
+    """What frames use of an executable on OpenCL: an
+    :class:`~backend_opencl.exec.executable.Executable` whose plan runtime is
+    :class:`~backend_opencl.runtime.opencl.plans.OpenCLPlans` and whose module (read only
+    when the plan launches kernels) was built by the OpenCL kernel runtime."""
+
+    @property
+    def plan(self) -> Plan:
+        """The plan."""
+
+    @property
+    def device(self) -> Device:
+        """The OpenCL device."""
+
+    @property
+    def runtime(self) -> _Runtime:
+        """The plan runtime."""
+
+    @property
+    def module(self) -> _Module:
+        """The plan's kernels."""
+
+    def new_buffer(self, bid: int) -> buffers.PlanMemory:
+        """New memory for buffer ``bid``."""
+
+    def constant(self, bid: int) -> buffers.PlanMemory:
+        """The memory of constant buffer ``bid``."""
 
 
 class Layout:
@@ -136,7 +191,7 @@ class Frame(InFlight[cl.Event]):
     """One call's buffers and prepared enqueues (see the module docstring); it stands
     where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
-    def __init__(self, exe: Any, layout: Layout) -> None:
+    def __init__(self, exe: FramedExecutable, layout: Layout) -> None:
         super().__init__()
         self.exe = exe
         self.layout = layout
@@ -316,7 +371,7 @@ class Frames:
 
     MAX_PENDING = 4
 
-    def __init__(self, exe: Any, layout: Layout,
+    def __init__(self, exe: FramedExecutable, layout: Layout,
                  fresh: Callable[[], bool] = lambda: False) -> None:
         """``fresh()``: whether each call gets a new frame (poisoned buffers, see
         ``Executable.poison``)."""

@@ -28,7 +28,7 @@ plan can also be called without waiting (:meth:`OpenCLPlans.dispatch`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyopencl as cl
@@ -40,7 +40,7 @@ from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch, memory
 from backend_opencl.runtime.opencl.device_array import DeviceArray
 from backend_opencl.runtime.opencl.devices import Device
-from backend_opencl.runtime.opencl.frames import Frame, Frames, Layout, framed
+from backend_opencl.runtime.opencl.frames import Frame, FramedExecutable, Frames, Layout, framed
 from backend_opencl.runtime.opencl.kernels import OpenCLBuilt, max_allocation
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
@@ -87,7 +87,10 @@ class OpenCLPlans:
                                                 strict=True) if direct_result}
         constants = frozenset(bid for bid, b in enumerate(plan.buffers) if b.init is not None)
         layout = Layout(plan, dynamic, constants)
-        return Frames(exe, layout, fresh=lambda: exe.poison) if layout.ok else None
+        if not layout.ok:
+            return None
+        # its runtime is this one (its device this one's), its module built by OpenCLKernels
+        return Frames(cast("FramedExecutable", exe), layout, fresh=lambda: exe.poison)
 
     # -- arguments ---------------------------------------------------------------------------
 
