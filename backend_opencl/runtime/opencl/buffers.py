@@ -43,6 +43,16 @@ class DeviceMemory(Protocol):
         """The queue its commands go to."""
 
 
+class BufferMemory(DeviceMemory, Protocol):
+    """Device memory held by a buffer (at ``offset``): what a prepared launch binds, a
+    plan buffer's memory (:data:`PlanMemory`, whose ``base_data`` pyopencl annotates
+    wider, see :func:`memory_of`)."""
+
+    @property
+    def base_data(self) -> cl.Buffer:
+        """The buffer holding the elements."""
+
+
 def memory_of(arr: DeviceMemory) -> cl.Buffer:
     """``arr.base_data`` as pyopencl's copies and kernel arguments take it: pyopencl
     annotates it wider (an ``SVMPointer``, or None for an empty array), and such values

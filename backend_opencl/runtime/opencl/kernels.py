@@ -244,7 +244,7 @@ def _member_layouts(members: list[object] | tuple[object, ...], t: GroupType, wh
     return layouts
 
 
-def _member_layout(member: Any, t: GroupType, where: str, k: int,
+def _member_layout(member: object, t: GroupType, where: str, k: int,
                    offset: int) -> tuple[list[int], list[int], int]:
     if not isinstance(member, np.ndarray) and not memory.is_device_array(member):
         raise LaunchError(f"{where}: member {k} must be a numpy or pyopencl array, "

@@ -216,8 +216,11 @@ class OpenCLPlans:
         (:func:`launch.prepared`)."""
         built = module.built
         assert isinstance(built, OpenCLBuilt)
-        enqueue = launch.prepared(self.queue, built.program, kernel.info.c_name, num_groups,
-                                  kernel.info.plan.work_group_size, kernel.name)
+        # plan memory is held by a buffer (pyopencl annotates an array's base_data wider)
+        enqueue = cast("Callable[[Sequence[buffers.PlanMemory]], cl.Event]",
+                       launch.prepared(self.queue, built.program, kernel.info.c_name,
+                                       num_groups, kernel.info.plan.work_group_size,
+                                       kernel.name))
         return lambda run, arrays: run.enqueued(enqueue(arrays))
 
     def checked_view(self, exe: Executable, run: Run, bid: int
