@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 from backend_opencl import progress
 from backend_opencl.api.tuned import cached_target
@@ -31,16 +31,24 @@ if TYPE_CHECKING:
 
     from backend_opencl.emit import EmittedProgram, Target
     from backend_opencl.exec.executable import Executable
-    from backend_opencl.exec.module import Module
+    from backend_opencl.exec.module import Module, StoredProgram
     from backend_opencl.exec.runtime import KernelRuntime, PlanRuntime
     from backend_opencl.runtime.opencl.devices import Device
     from backend_opencl.runtime.sycl.queue import SyclDevice
+    from frontend.ir.core import Module as StableHLOModule
     from frontend.lower import Lowered
     from tensorlang.plan import Plan
     from tensorlang.schedule.launch import LaunchCheck
 
     RunDevice = Device | SyclDevice
     """A device tlc runs on: an OpenCL device or a SYCL queue's."""
+    CompileKey = tuple[str, str, str, str, int | None, bool]
+    """What the disk cache keys a StableHLO compile by: text, filename, entry, the
+    device's key, the number of host callbacks (None: none) and ``check_bounds``."""
+    Stored = tuple[Plan, StoredProgram | None, dict[str, frozenset[int]] | None, str,
+                   list[np.dtype | None], list[np.dtype | None]]
+    """What the disk cache keeps of a compile: plan, stored program, written arguments,
+    entry, argument and result dtypes."""
 
 
 def as_program(program: object, filename: str = "<string>") -> Program:
@@ -63,16 +71,20 @@ def target_from_device(device: Device) -> Target:
     return derive(device)
 
 
-def device_of(device: Any) -> RunDevice:
+def device_of(device: object) -> RunDevice:
     """The device tlc runs on for ``device``: a ``runtime.Device`` as it is, a
     ``dpctl.SyclQueue``'s :class:`~backend_opencl.runtime.sycl.queue.SyclDevice`, else
-    the OpenCL device a spec (or None) picks."""
+    the OpenCL device a spec (or None) picks (a spec of another type, such as a numpy
+    integer, is matched by its text, as the device choice always read it)."""
     from backend_opencl.runtime import Device, get_device
     from backend_opencl.runtime.sycl.queue import SyclDevice, is_queue, sycl_device
 
     if isinstance(device, (Device, SyclDevice)):
         return device
-    return sycl_device(device) if is_queue(device) else get_device(device)
+    if is_queue(device):
+        return sycl_device(device)
+    return get_device(device if device is None or isinstance(device, (str, int))
+                      else str(device))
 
 
 def facts_of(dev: RunDevice) -> Device:
@@ -194,7 +206,7 @@ def _program_name(program: Program) -> str:
     return loc.file if loc is not None else "<program>"
 
 
-def tensor_language(program: Any, entry: str = "main",
+def tensor_language(program: object, entry: str = "main",
                     host_callbacks: int | None = None) -> Program:
     """The tensor-language program of ``program``: itself (text is parsed), or for a
     StableHLO module the kernels its function ``entry`` lowers to, exactly as
@@ -206,7 +218,7 @@ def tensor_language(program: Any, entry: str = "main",
     return _kernels_program(_lowered(program, entry, host_callbacks))
 
 
-def _lowered(module: Any, entry: str, host_callbacks: int | None) -> Lowered:
+def _lowered(module: StableHLOModule, entry: str, host_callbacks: int | None) -> Lowered:
     """StableHLO ``module``'s function ``entry`` lowered, its small launches merged as
     :func:`_executable` compiles them."""
     from frontend.lower import lower_function, merged_launches
@@ -215,7 +227,7 @@ def _lowered(module: Any, entry: str, host_callbacks: int | None) -> Lowered:
                                           host_callbacks))
 
 
-def _restrict_kernels(program: Any, entry: str, host_callbacks: int | None
+def _restrict_kernels(program: object, entry: str, host_callbacks: int | None
                       ) -> frozenset[str]:
     """For ``tlc compile --emit cl``: the kernels of a StableHLO module declared with
     ``restrict`` arguments, as :func:`compile_stablehlo_program` compiles them (none for
@@ -236,7 +248,7 @@ def distinct_arguments(plan: Plan, program: Program) -> frozenset[str]:
     return distinct_argument_kernels(plan, written)
 
 
-def emit(program: Any, kind: str, device: object = None, entry: str = "main",
+def emit(program: object, kind: str, device: object = None, entry: str = "main",
          check_bounds: bool = False, host_callbacks: int | None = None) -> str:
     """Text for ``tlc compile --emit kind``: ``tl``, ``cl`` or ``schedule``.
 
@@ -270,7 +282,7 @@ def _target_or_default(device: object) -> Target:
         return DEFAULT_TARGET
 
 
-def _is_stablehlo_module(program: object) -> bool:
+def _is_stablehlo_module(program: object) -> TypeGuard[StableHLOModule]:
     from frontend.ir.core import Module as StableHLOModule
 
     return isinstance(program, StableHLOModule)
@@ -289,12 +301,13 @@ def _kernels_program(lowered: Lowered) -> Program:
 EXECUTABLES_KEPT = 128
 """The most compiled StableHLO executables a process keeps in memory (the disk cache
 answers a later compile of an older one in ~0.1 s)."""
-_EXECUTABLES: Memo[tuple[Any, ...], Executable] = Memo(EXECUTABLES_KEPT)
+_EXECUTABLES: Memo[CompileKey | tuple[str, str, str, str, int | None, bool, object],
+                   Executable] = Memo(EXECUTABLES_KEPT)
 
 
 def compile_stablehlo_program(text: str, device: object = None, filename: str = "<string>",
                               entry: str = "main", check_bounds: bool = False,
-                              host_callbacks: Sequence[Callable[..., Any]] | None = None
+                              host_callbacks: Sequence[Callable[..., object]] | None = None
                               ) -> Executable:
     """Parse, verify and lower StableHLO text; build its kernels (one program); cached.
 
@@ -376,7 +389,7 @@ def lowered_cache_directory() -> Path | None:
     return diskcache.folder(diskcache.LOWERED)
 
 
-def _lowered_cache_file(key: tuple[Any, ...]) -> Path | None:
+def _lowered_cache_file(key: CompileKey) -> Path | None:
     """The cache file of a compile (None: no disk cache, or bounds guards asked for)."""
     from backend_opencl import diskcache
 
@@ -390,7 +403,7 @@ def _lowered_cache_file(key: tuple[Any, ...]) -> Path | None:
     return folder / f"{digest.hexdigest()}.pickle"
 
 
-def _load_stored(path: Path) -> tuple[Any, ...] | None:
+def _load_stored(path: Path) -> Stored | None:
     """(plan, stored program, written arguments, entry, argument and result dtypes) kept
     in ``path`` by this very tlc (its sources' hash tags the entry); None: a miss."""
     from backend_opencl import diskcache
@@ -398,7 +411,7 @@ def _load_stored(path: Path) -> tuple[Any, ...] | None:
 
     stored = diskcache.read_pickle(path, _source_hash())
     if isinstance(stored, tuple) and len(stored) == 6 and isinstance(stored[0], Plan):
-        return stored
+        return cast("Stored", stored)  # written by _store_executable
     return None
 
 
@@ -428,7 +441,7 @@ def _store_executable(path: Path, exe: Executable) -> None:
     diskcache.write_pickle(path, _source_hash(), payload)
 
 
-def _part_with(parts: list[Any], entry: str) -> Any:
+def _part_with(parts: list[StableHLOModule], entry: str) -> StableHLOModule:
     return next((p for p in parts if p.func(entry) is not None), parts[0])
 
 

@@ -12,7 +12,7 @@ import copy
 import hashlib
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backend_opencl import diskcache
 from tensorlang.ir.core import Function, Program
@@ -41,7 +41,7 @@ def load() -> dict[str, list[int]]:
     return {key: value for key, value in found.items() if is_choice(value)}
 
 
-def is_choice(value: Any) -> bool:
+def is_choice(value: object) -> bool:
     """``[RM, RN]`` or ``[RM, RN, staged]``: positive blocks, staged 0 or 1."""
     return (isinstance(value, list) and len(value) in (2, 3)
             and all(type(v) is int for v in value) and value[0] > 0 and value[1] > 0

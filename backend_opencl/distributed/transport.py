@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 MPI_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 """Environment variables an MPI launcher (MPICH's hydra, Open MPI) sets in its ranks."""
@@ -128,12 +131,12 @@ _MPI_DTYPES = frozenset("f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 c8 c16".split())
 class MpiTransport(Transport):
     """Transfers over an MPI communicator (``MPI.COMM_WORLD`` by default)."""
 
-    def __init__(self, comm: Any = None) -> None:
+    def __init__(self, comm: MPI.Intracomm | None = None) -> None:
         self.MPI = mpi()
-        self.world = comm if comm is not None else self.MPI.COMM_WORLD
+        self.world: MPI.Intracomm = comm if comm is not None else self.MPI.COMM_WORLD
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
-        self.comms: dict[tuple[int, ...], Any] = {}
-        self.pending: list[tuple[Any, np.ndarray]] = []
+        self.comms: dict[tuple[int, ...], MPI.Intracomm] = {}
+        self.pending: list[tuple[MPI.Request, np.ndarray]] = []
 
     def first(self, n: int) -> MpiTransport:
         """A transport over ranks ``0..n-1`` of this one (collective over those ranks;
@@ -144,7 +147,7 @@ class MpiTransport(Transport):
         sub.bytes_moved = 0
         return sub
 
-    def _comm(self, group: list[int]) -> Any:
+    def _comm(self, group: list[int]) -> MPI.Intracomm:
         key = tuple(group)
         comm = self.comms.get(key)
         if comm is None:

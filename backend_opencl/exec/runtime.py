@@ -14,7 +14,7 @@ runtime.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,16 @@ from backend_opencl.abi import ArgAbi
 from backend_opencl.exec.arguments import LaunchFacts
 from tensorlang.ir.types import GroupType, MemRefType
 from tensorlang.plan import Launch, Plan
+
+BufferT = TypeVar("BufferT")
+"""The runtime's memory of one plan buffer (a pyopencl array, USM memory)."""
+EventT = TypeVar("EventT")
+"""The runtime's event of an enqueued command."""
+KernelT = TypeVar("KernelT")
+"""The runtime's kernel object."""
+KernelT_co = TypeVar("KernelT_co", covariant=True)
+RecordT = TypeVar("RecordT")
+"""The runtime's device memory of a bounds-guard error record."""
 
 Writeback = Callable[[], None]
 """Copies what a kernel wrote back into the caller's arrays (after the launch's wait)."""
@@ -43,34 +53,34 @@ class Device(Protocol):
         """Identity for caches (device, driver, runtime)."""
 
 
-class Built(Protocol):
+class Built(Protocol[KernelT_co]):
     """A program built for a device: its kernels by C name."""
 
-    def kernel(self, c_name: str) -> object:
+    def kernel(self, c_name: str) -> KernelT_co:
         """The runtime's handle of kernel ``c_name`` (launched by :meth:`KernelRuntime.launch`)."""
 
 
-class Run(Protocol):
+class Run(Protocol[BufferT, EventT]):
     """What a runtime uses of one call's state (the executor's run or a prepared frame):
     its buffers and what it has in flight (:class:`InFlight`)."""
 
-    last: Any  # the runtime's event of the last command (None: none in flight)
+    last: EventT | None  # the event of the last command (None: none in flight)
     keep: list[object]
 
-    def get(self, bid: int) -> object:
+    def get(self, bid: int) -> BufferT:
         """The memory of buffer ``bid`` in this call."""
 
-    def borrow(self, bid: int, arr: object) -> None:
+    def borrow(self, bid: int, arr: BufferT) -> None:
         """Make ``arr`` (memory that is not the pool's) buffer ``bid``."""
 
-    def enqueued(self, event: object) -> None:
+    def enqueued(self, event: EventT | None) -> None:
         """Note ``event`` as the last command's."""
 
-    def transfer(self, event: object) -> None:
+    def transfer(self, event: EventT | None) -> None:
         """Note a host transfer's event as the last command's, kept until the wait."""
 
 
-class Kernel(Protocol):
+class Kernel(Protocol[KernelT_co]):
     """What a runtime uses of a module's kernel (:class:`~backend_opencl.exec.module.Kernel`)."""
 
     @property
@@ -82,17 +92,19 @@ class Kernel(Protocol):
         """Its launch facts."""
 
     @property
-    def handle(self) -> object:
+    def handle(self) -> KernelT_co:
         """The runtime's kernel object."""
 
 
-class Module(Protocol):
+class Module(Protocol[KernelT_co]):
     """What a runtime uses of a module (:class:`~backend_opencl.exec.module.Module`)."""
 
-    built: Built
+    @property
+    def built(self) -> Built[KernelT_co]:
+        """Its program built for the device."""
 
 
-class Executable(Protocol):
+class Executable(Protocol[BufferT, EventT]):
     """What a runtime uses of an executable
     (:class:`~backend_opencl.exec.executable.Executable`)."""
 
@@ -110,7 +122,7 @@ class Executable(Protocol):
         none)."""
 
     @property
-    def runtime(self) -> PlanRuntime:
+    def runtime(self) -> PlanRuntime[BufferT, EventT]:
         """Its runtime."""
 
     @property
@@ -121,24 +133,24 @@ class Executable(Protocol):
     def poison(self) -> bool:
         """Whether new buffers are filled with 0xFF bytes."""
 
-    def new_buffer(self, bid: int) -> object:
+    def new_buffer(self, bid: int) -> BufferT:
         """New memory for buffer ``bid``."""
 
-    def constant(self, bid: int) -> object:
+    def constant(self, bid: int) -> BufferT:
         """The memory of constant buffer ``bid``."""
 
     def __call__(self, *arrays: object) -> tuple[np.ndarray | None, ...]:
         """A plain call."""
 
 
-class KernelRuntime(Protocol):
+class KernelRuntime(Protocol[KernelT, EventT, RecordT]):
     """What a module's kernels need of a runtime: builds, argument binding, launches."""
 
     @property
     def device(self) -> Device:
         """The device (a ``runtime.Device`` or a ``SyclDevice``)."""
 
-    def build(self, source: str, names: Sequence[str]) -> Built:
+    def build(self, source: str, names: Sequence[str]) -> Built[KernelT]:
         """OpenCL C ``source`` built for the device (cached), with kernels ``names``."""
 
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
@@ -154,27 +166,27 @@ class KernelRuntime(Protocol):
         """Check a group argument; return what the launch checks read of it and how to
         bind it."""
 
-    def record(self) -> object:
+    def record(self) -> RecordT:
         """New device memory holding a zeroed bounds-guard error record."""
 
-    def record_arg(self, record: object) -> object:
+    def record_arg(self, record: RecordT) -> object:
         """The kernel argument of a record from :meth:`record`."""
 
-    def read_record(self, record: object) -> np.ndarray:
+    def read_record(self, record: RecordT) -> np.ndarray:
         """The longs of a record (after the launch writing it has run)."""
 
-    def launch(self, kernel: Any, args: Sequence[object], num_groups: int,
-               work_group_size: tuple[int, int]) -> object:
+    def launch(self, kernel: KernelT, args: Sequence[object], num_groups: int,
+               work_group_size: tuple[int, int]) -> EventT:
         """Enqueue ``num_groups`` work-groups of kernel handle ``kernel``; its event."""
 
-    def finish(self, event: object) -> None:
+    def finish(self, event: EventT) -> None:
         """Wait for ``event`` and everything enqueued before it."""
 
-    def profiled(self, name: str, event: object, seconds: float) -> None:
+    def profiled(self, name: str, event: EventT, seconds: float) -> None:
         """Record a checked call of kernel ``name`` in the profile (``TLC_PROFILE``)."""
 
 
-class PlanRuntime(Protocol):
+class PlanRuntime(Protocol[BufferT, EventT]):
     """What a StableHLO executable needs of a runtime beyond its module's kernels: its
     buffers, argument binding, transfers and waits (a run's ``last`` event orders them).
     """
@@ -186,81 +198,90 @@ class PlanRuntime(Protocol):
     def max_bytes(self) -> int:
         """The device's largest buffer in bytes (0: unknown)."""
 
-    def frames(self, exe: Executable, direct: Callable[[Launch], bool]) -> Any:
+    def frames(self, exe: Executable[BufferT, EventT], direct: Callable[[Launch], bool]
+               ) -> Any:
         """Prepared frames for ``exe``'s plan (each a whole call's buffers and enqueues,
         taken and given back by calls), or None to run the plan step by step.  ``direct``
         says which launches bind their buffers straight."""
 
-    def dispatch(self, exe: Executable, args: list[object], frames: Any) -> tuple[object, ...]:
+    def dispatch(self, exe: Executable[BufferT, EventT], args: list[object], frames: Any
+                 ) -> tuple[object, ...]:
         """A call with checked ``args`` that does not wait, where the runtime can (on
         ``frames``); else a plain call's results."""
 
-    def check_argument(self, exe: Executable, i: int, value: object, bid: int) -> object | None:
+    def check_argument(self, exe: Executable[BufferT, EventT], i: int, value: object,
+                       bid: int) -> object | None:
         """Argument ``i`` as the runtime binds it when it is device memory the runtime
         knows (checked: context, layout), else None (numpy is checked by the executor)."""
 
-    def new_buffer(self, exe: Executable, bid: int) -> object:
+    def new_buffer(self, exe: Executable[BufferT, EventT], bid: int) -> BufferT:
         """New memory for buffer ``bid`` (filled with 0xFF bytes when ``exe.poison``)."""
 
-    def pool_key(self, exe: Executable, bid: int) -> object:
+    def pool_key(self, exe: Executable[BufferT, EventT], bid: int) -> object:
         """The key under which buffer ``bid``'s memory is pooled between calls."""
 
-    def upload(self, host: np.ndarray) -> object:
+    def upload(self, host: np.ndarray) -> BufferT:
         """New device memory holding ``host`` (a constant of the plan)."""
 
-    def bind(self, exe: Executable, run: Run, bid: int, arg: object, profiling: bool,
-             snapshot: bool) -> None:
+    def bind(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], bid: int,
+             arg: object, profiling: bool, snapshot: bool) -> None:
         """Make checked ``arg`` the contents of parameter buffer ``bid`` in ``run``."""
 
-    def copy(self, exe: Executable, run: Run, dst: int, src: int) -> None:
+    def copy(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], dst: int,
+             src: int) -> None:
         """Enqueue a copy of buffer ``src`` into buffer ``dst``."""
 
-    def direct_launch(self, module: Module, kernel: Kernel, num_groups: int
-                      ) -> Callable[[Run, Sequence[object]], None]:
+    def direct_launch(self, module: Module[object], kernel: Kernel[object], num_groups: int
+                      ) -> Callable[[Run[BufferT, EventT], Sequence[BufferT]], None]:
         """A launch of ``kernel`` (a module's :class:`~backend_opencl.exec.module.Kernel`)
         binding its buffers straight (one pointer each), enqueued without waiting."""
 
-    def checked_view(self, exe: Executable, run: Run, bid: int) -> object:
+    def checked_view(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT],
+                     bid: int) -> object:
         """Buffer ``bid`` as a module kernel's checked call takes it."""
 
-    def read(self, exe: Executable, run: Run, bid: int, n: int) -> np.ndarray:
+    def read(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], bid: int,
+             n: int) -> np.ndarray:
         """A copy of buffer ``bid``'s first ``n`` elements once the commands before ran."""
 
-    def write(self, exe: Executable, run: Run, bid: int, flat: np.ndarray) -> None:
+    def write(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], bid: int,
+              flat: np.ndarray) -> None:
         """Make buffer ``bid`` hold ``flat`` for the commands enqueued after."""
 
-    def collect(self, exe: Executable, run: Run, hosts: Sequence[np.ndarray | None],
-                profiling: bool) -> tuple[np.ndarray | None, ...]:
+    def collect(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT],
+                hosts: Sequence[np.ndarray | None], profiling: bool
+                ) -> tuple[np.ndarray | None, ...]:
         """The results as numpy arrays after one wait (None for a token)."""
 
     def abort(self) -> None:
         """Wait for everything in flight (a call failed; its memory is given back)."""
 
-    def result_hosts(self, exe: Executable) -> tuple[bool, ...]:
+    def result_hosts(self, exe: Executable[BufferT, EventT]) -> tuple[bool, ...]:
         """Which results kernels write straight into fresh host arrays."""
 
-    def result_host(self, exe: Executable, run: Run, bid: int) -> np.ndarray:
+    def result_host(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT],
+                    bid: int) -> np.ndarray:
         """A fresh host array that is result buffer ``bid`` of ``run``."""
 
 
 
-class InFlight:
+class InFlight(Generic[EventT]):
     """The commands one call has in flight on an in-order queue: the event of the last
     (what the call waits for) and the events of host transfers, kept until that wait."""
 
     def __init__(self) -> None:
-        self.last: Any = None
+        self.last: EventT | None = None
         """The event of the call's last command (None: none in flight)."""
         self.keep: list[object] = []
         """Events of host transfers not yet waited for: pyopencl's event of such a copy
         waits for it when dropped, holding the GIL."""
 
-    def enqueued(self, event: object) -> None:
+    def enqueued(self, event: EventT | None) -> None:
         """Note ``event`` (None: nothing was enqueued) as the last command's."""
         if event is not None:
             self.last = event
 
-    def transfer(self, event: object) -> None:
+    def transfer(self, event: EventT | None) -> None:
         """Note the event of a copy between host and device memory (None: nothing was
         enqueued) as the last command's, and keep it until the call's wait."""
         if event is not None:

@@ -18,7 +18,10 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyopencl as cl
 
 ENV = "TLC_PROFILE"
 
@@ -48,10 +51,10 @@ class Profile:
     device_s: float = 0.0  #: kernel device time of the recorded calls' launches
     first_wall_s: float = 0.0  #: the first call's wall time (it builds kernels, frames)
     first_device_s: float = 0.0
-    pending: list[tuple[str, Any]] = field(default_factory=list)
+    pending: list[tuple[str, cl.Event]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def launch(self, name: str, event: Any) -> None:
+    def launch(self, name: str, event: cl.Event) -> None:
         """Record a launch of kernel ``name`` and its event."""
         with self.lock:
             self.pending.append((name, event))
@@ -74,7 +77,7 @@ class Profile:
             self.wall_s += wall_s
             self.device_s += device_s
 
-    def _settle(self, name: str, event: Any) -> int:
+    def _settle(self, name: str, event: cl.Event) -> int:
         """Add a finished launch's device time to its kernel's; return it (ns)."""
         try:
             ns = int(event.profile.end) - int(event.profile.start)

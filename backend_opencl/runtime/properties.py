@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from backend_opencl.runtime.dispatch import CL_DEVICE_SUB_GROUP_SIZES_INTEL, device_size_array
+
+if TYPE_CHECKING:
+    from pyopencl import Device as ClDevice
 
 _VECTOR_TYPES = ("char", "short", "int", "long", "half", "float", "double")
 _SVM_COARSE, _SVM_FINE = 1, 2  # CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, ..._FINE_GRAIN_BUFFER
 
 
-def device_facts(cl: ModuleType, d: Any) -> dict[str, Any]:
+class DeviceFacts(TypedDict):
+    """The facts :func:`device_facts` reads (keyword arguments of :class:`~.devices.Device`)."""
+
+    kind: str
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    local_mem_size: int
+    has_fp64: bool
+    has_svm: bool
+    has_svm_fine_grain: bool
+    subgroup_sizes: tuple[int, ...]
+    preferred_vector_width: dict[str, int]
+    extensions: frozenset[str]
+
+
+def device_facts(cl: ModuleType, d: ClDevice) -> DeviceFacts:
     """Keyword arguments of :class:`~.devices.Device` read from the pyopencl device ``d``."""
     extensions = frozenset(d.extensions.split())
     svm = _get(d, "svm_capabilities", 0)
@@ -39,7 +57,7 @@ def _kind(cl: ModuleType, bits: int) -> str:
     return "accelerator"
 
 
-def _subgroup_sizes(d: Any, extensions: frozenset[str]) -> tuple[int, ...]:
+def _subgroup_sizes(d: ClDevice, extensions: frozenset[str]) -> tuple[int, ...]:
     if "cl_intel_subgroups" in extensions:
         return device_size_array(d.int_ptr, CL_DEVICE_SUB_GROUP_SIZES_INTEL)
     if "cl_khr_subgroups" not in extensions:
@@ -51,8 +69,8 @@ def _subgroup_sizes(d: Any, extensions: frozenset[str]) -> tuple[int, ...]:
     return ()
 
 
-def _get(d: Any, attr: str, default: Any) -> Any:
-    """An optional device property (``default`` when the driver does not answer)."""
+def _get(d: ClDevice, attr: str, default: int) -> int:
+    """An optional integer device property (``default`` when the driver does not answer)."""
     try:
         return getattr(d, attr)
     except Exception:  # pyopencl raises LogicError / AttributeError for unknown properties

@@ -30,7 +30,10 @@ import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyopencl import CommandQueue, Event, UserEvent
 
 ENV = "TLC_STRESS"
 SEED_ENV = "TLC_STRESS_SEED"
@@ -73,12 +76,12 @@ class _Releaser:
         self._cl = cl
         self._max = max_delay
         self._random = random.Random(seed)
-        self._heap: list[tuple[float, int, Any]] = []
+        self._heap: list[tuple[float, int, UserEvent]] = []
         self._order = itertools.count()
         self._wake = threading.Condition()
         threading.Thread(target=self._run, name="tlc-stress", daemon=True).start()
 
-    def hold(self, queue: Any) -> None:
+    def hold(self, queue: CommandQueue) -> None:
         """Enqueue on ``queue`` a marker that a random delay from now lets pass."""
         gate = self._cl.UserEvent(queue.context)
         self._cl.enqueue_marker(queue, wait_for=[gate])
@@ -106,7 +109,7 @@ _INSTALLED: list[_Releaser] = []
 _LOCK = threading.Lock()
 
 
-def install(cl: Any) -> bool:
+def install(cl: ModuleType) -> bool:
     """Hold every enqueue of pyopencl module ``cl`` behind a random delay when
     ``$TLC_STRESS`` asks for it (once per process); return whether stress is on."""
     delay = max_delay_s()
@@ -118,21 +121,23 @@ def install(cl: Any) -> bool:
         seed_text = os.environ.get(SEED_ENV)
         releaser = _Releaser(cl, delay, int(seed_text) if seed_text else None)
         _INSTALLED.append(releaser)
-        cl.enqueue_nd_range_kernel = _held(cl.enqueue_nd_range_kernel, releaser)
-        cl.enqueue_copy = _held(cl.enqueue_copy, releaser,
-                                blocks=lambda args: len(args) < 2 or not all(
-                                    isinstance(a, cl.Buffer) for a in args[:2]))
+        # setattr: a ModuleType's functions are not attributes mypy lets one assign
+        setattr(cl, "enqueue_nd_range_kernel",  # noqa: B010
+                _held(cl.enqueue_nd_range_kernel, releaser))
+        setattr(cl, "enqueue_copy", _held(  # noqa: B010
+            cl.enqueue_copy, releaser, blocks=lambda args: len(args) < 2 or not all(
+                isinstance(a, cl.Buffer) for a in args[:2])))
     return True
 
 
-def _held(enqueue: Callable[..., Any], releaser: _Releaser,
-          blocks: Callable[[tuple[Any, ...]], bool] | None = None) -> Callable[..., Any]:
+def _held(enqueue: Callable[..., Event], releaser: _Releaser,
+          blocks: Callable[[tuple[object, ...]], bool] | None = None) -> Callable[..., Event]:
     """``enqueue`` (whose first argument is the queue) behind a gate.  A blocking copy
     (``enqueue_copy``'s default where the host or SVM takes part: ``blocks(args)``) is
     enqueued without blocking and then waited for: pyopencl keeps the GIL in some
     blocking copies (SVM), and the helper thread that opens the gate needs it."""
     @functools.wraps(enqueue)
-    def held(queue: Any, *args: Any, **kwargs: Any) -> Any:
+    def held(queue: CommandQueue, *args: object, **kwargs: object) -> Event:
         releaser.hold(queue)
         if blocks is None or not kwargs.get("is_blocking", True) or not blocks(args):
             return enqueue(queue, *args, **kwargs)

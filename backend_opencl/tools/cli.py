@@ -278,7 +278,7 @@ def _write_results(out: dict[str, Any], args: argparse.Namespace) -> None:
     _write(text, args.output)
 
 
-def _type_text(r: Any) -> str:
+def _type_text(r: np.ndarray) -> str:
     """``shape dtype`` of a result, as the argument listing spells it."""
     return f"{'x'.join(map(str, r.shape)) or 'scalar'} {r.dtype}"
 

@@ -29,13 +29,14 @@ reason``); the exit status is 1 when any function failed.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import re
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from frontend.ir.attrs import DenseElementsAttr
 from frontend.ir.core import Func, Module, Op
 from frontend.ir.types import TensorType
 from tensorlang.diagnostics import TlcError
+
+if TYPE_CHECKING:
+    from frontend.ir.core import Value
 
 Outcome = dict[str, str | None]
 """Function name -> None when it passed, else the reason."""
@@ -58,7 +62,7 @@ class Session:
     outfeed: list[np.ndarray] = field(default_factory=list)
     probes: dict[str, list[np.ndarray]] = field(default_factory=dict)
     write: Callable[[str], None] = print
-    device: Any = None
+    device: object = None
     indexed: bool = False
 
 
@@ -90,16 +94,17 @@ def run_function(part: Module, func: Func, session: Session) -> str | None:
     return _evaluate(records, session)
 
 
-def _compile_and_run(part: Module, name: str, inputs: Sequence[np.ndarray],
-                     session: Session) -> tuple[list[np.ndarray], list[tuple[Any, Any]]]:
+def _compile_and_run(part: Module, name: str, inputs: Sequence[object],
+                     session: Session) -> tuple[list[Any], list[tuple[Any, Any]]]:
     """The function's own results and its (record, value) pairs."""
     from backend_opencl.api.compiler import compile_lowered
     from frontend.lower import lower_function
 
     lowered = lower_function(part, name)
     exe = compile_lowered(lowered, device=session.device)
-    got: list[Any] = list(exe(*inputs))  # arrays, None for a token
+    got: list[Any] = list(exe(*inputs))  # arrays, None for a token (Any: see below)
     n = len(lowered.func.result_types)
+    # the lowering's check descriptors (Check or Record: object to it) and their values
     return got[:n], list(zip(lowered.checks, got[n:], strict=True))
 
 
@@ -166,7 +171,7 @@ def _serialized(session: Session, rec: Any, value: np.ndarray) -> str | None:
 
 def _run_driver(part: Module, func: Func, session: Session) -> str | None:
     """Evaluate ``func`` op by op: constants, tokens, run_parallel and checks."""
-    env: dict[Any, Any] = {}
+    env: dict[Value, np.ndarray | None] = {}
     for op in _ops(func):
         if op.name == "stablehlo.constant":
             env[op.result] = np.asarray(op.attr_of("value", DenseElementsAttr).array)
@@ -187,7 +192,7 @@ def _run_driver(part: Module, func: Func, session: Session) -> str | None:
     return None
 
 
-def _host_check(op: Op, env: dict[Any, Any]) -> str | None:
+def _host_check(op: Op, env: dict[Value, np.ndarray | None]) -> str | None:
     kind = op.name.split("expect_")[1].removesuffix("_const")
     got = np.asarray(env[op.operands[0]])
     if "expected" in op.attrs:
@@ -216,7 +221,8 @@ def _programs(op: Op) -> list[list[str]]:
     return programs
 
 
-def _run_parallel(part: Module, op: Op, inputs: list[Any], session: Session) -> list[Any]:
+def _run_parallel(part: Module, op: Op, inputs: list[object], session: Session
+                  ) -> list[np.ndarray | None]:
     """The results of ``interpreter.run_parallel`` (None for tokens)."""
     programs = _programs(op)
     names = op.attr("infeed") or []
@@ -241,8 +247,8 @@ def _call_queue(part: Module, name: str, session: Session) -> list[np.ndarray]:
     return results
 
 
-def _run_one(part: Module, name: str, inputs: list[Any], infeed: list[list[np.ndarray]],
-             session: Session) -> list[Any]:
+def _run_one(part: Module, name: str, inputs: list[object], infeed: list[list[np.ndarray]],
+             session: Session) -> list[np.ndarray | None]:
     """One process, here: a wrapper without token parameters or results calls ``name``."""
     from frontend.lower.families.interpreter_ops import infeed_queue
 
@@ -353,7 +359,7 @@ def _rows(a: np.ndarray, depth: int) -> str:
     return f"{pad}[\n{inner}\n{pad}]"
 
 
-def _scalar(x: Any, dtype: np.dtype) -> str:
+def _scalar(x: object, dtype: np.dtype) -> str:
     if dtype == np.bool_:
         return "true" if x else "false"
     if isinstance(x, complex):
@@ -379,7 +385,7 @@ def _type_name(dtype: np.dtype) -> str:
 # -- the command ---------------------------------------------------------------------------
 
 def main(path: str, text: str, *, probe_dir: str | None = "probe", infeed: str | None = None,
-         outfeed: str | None = None, device: Any = None,
+         outfeed: str | None = None, device: object = None,
          write: Callable[[str], None] = print) -> int:
     """Interpret ``text`` (read from ``path``); print a line per function; 0 when all pass."""
     session = Session(Path(probe_dir) if probe_dir else None, write=write, device=device)
@@ -397,7 +403,7 @@ def main(path: str, text: str, *, probe_dir: str | None = "probe", infeed: str |
     return 1 if failed else 0
 
 
-def command(args: Any, text: str) -> int:
+def command(args: argparse.Namespace, text: str) -> int:
     """The ``tlc interpret`` subcommand (its options are set up in ``cli.py``)."""
     return main(args.file, text, probe_dir=args.probe_dir or None, infeed=args.infeed,
                 outfeed=args.outfeed, device=args.device)

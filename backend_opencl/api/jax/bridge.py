@@ -217,6 +217,7 @@ class Jitted:
         device = self.device_results
         if device is None:
             device = _device_results_default
+        results: tuple[object, ...]
         if not device:
             results = exe(*[None] * tokens, *arrays)
         elif hasattr(exe, "dispatch"):
@@ -330,9 +331,10 @@ def _array_key(args: tuple[Any, ...]) -> tuple[object, ...] | None:
     return tuple(key)
 
 
-def _as_array(x: object, dtype: np.dtype) -> np.ndarray | DeviceArray:
+def _as_array(x: object, dtype: np.dtype | None) -> np.ndarray | DeviceArray:
     """Leaf ``x`` as a numpy array of the parameter's dtype (jax's canonical dtype: float64
-    numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``)."""
+    numpy arrays become float32 unless jax_enable_x64 is set, as under ``jax.jit``; the
+    executable's dtype of a leaf is never None, a token's, as jax puts tokens first)."""
     if type(x) is DeviceArray and x.dtype == dtype:
         return x  # bound as it stands (on its device, or its host copy)
     arr = np.asarray(x)

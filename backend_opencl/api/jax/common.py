@@ -14,7 +14,7 @@ import linecache
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard, cast
 
 import numpy as np
 
@@ -24,6 +24,8 @@ from tensorlang.diagnostics import CompileError, Loc, Source, TlcError
 if TYPE_CHECKING:
     import jax
     from jax.tree_util import PyTreeDef
+
+    from backend_opencl.exec.executable import Executable
 
 
 class JaxCompileError(CompileError):
@@ -56,7 +58,7 @@ class Entry:
     result leaves are typed PRNG keys (the program takes and gives their data), and how
     many tokens (of ordered effects) come before the arguments and the results."""
 
-    exe: Any
+    exe: Executable
     out_tree: PyTreeDef
     results: int
     key_args: tuple[int, ...] = ()
@@ -120,7 +122,7 @@ def is_key(dtype: object) -> bool:
         return False
 
 
-def is_key_leaf(leaf_key: Hashable) -> bool:
+def is_key_leaf(leaf_key: Hashable) -> TypeGuard[tuple[Hashable, ...]]:
     """Whether a leaf's signature (:func:`leaf_key`) is a typed PRNG key's."""
     return isinstance(leaf_key, tuple) and is_key(leaf_key[1])
 

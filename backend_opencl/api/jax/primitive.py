@@ -33,7 +33,7 @@ import os
 import sysconfig
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +56,9 @@ from backend_opencl.api.jax.common import (
     wrap_key,
 )
 from tensorlang.diagnostics import Loc
+
+if TYPE_CHECKING:
+    from jax.tree_util import PyTreeDef
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., object])
@@ -139,7 +142,7 @@ class Callee:
             self._traces[key] = traced
         return traced
 
-    def _check_axes(self, effects: Any) -> None:
+    def _check_axes(self, effects: Any) -> None:  # Any: jax's effects of a named axis
         """A JaxCompileError where the function uses a named axis of an enclosing
         transformation (``psum(x, "i")`` under ``vmap(..., axis_name="i")`` or
         ``shard_map``): tlc compiles it apart from that transformation."""
@@ -244,10 +247,10 @@ class Traced:
     pytree (keys wrapped again)."""
 
     def __init__(self, jitted: JitFunction, key: Signature) -> None:
-        self.key_args = {i: cast(tuple[Any, ...], k)[1] for i, k in enumerate(key.leaves)
+        self.key_args = {i: k[1] for i, k in enumerate(key.leaves)
                          if is_key_leaf(k)}
-        self.out_tree: Any = None
-        self.key_results: dict[int, Any] = {}
+        self.out_tree: PyTreeDef | None = None
+        self.key_results: dict[int, object] = {}
         self.callee = Callee(self._flat(jitted, key), jitted.name, jitted.device,
                              jitted.check_bounds, type(jitted))
 
@@ -265,7 +268,7 @@ class Traced:
 
         return flat
 
-    def __call__(self, leaves: list[Any]) -> object:
+    def __call__(self, leaves: list[Any]) -> object:  # Any: tracers (key_data takes arrays)
         """The call on these leaves: ``f``'s output pytree."""
         data = [jax.random.key_data(x) if i in self.key_args else x
                 for i, x in enumerate(leaves)]

@@ -6,7 +6,7 @@ On CPU devices numpy memory itself can be a device array (:class:`HostArray`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import pyopencl as cl
@@ -16,6 +16,55 @@ from backend_opencl.runtime.profile import PROFILE, enabled
 
 if TYPE_CHECKING:
     from backend_opencl.runtime.opencl.devices import Device
+
+
+class DeviceMemory(Protocol):
+    """What the executor and the group binder read of a flat device array: a
+    ``pyopencl.array.Array`` or a :class:`HostArray`."""
+
+    @property
+    def base_data(self) -> cl.MemoryObjectHolder | cl.SVMPointer | None:
+        """The memory object holding the elements (see :func:`memory_of`)."""
+
+    @property
+    def offset(self) -> int:
+        """The byte offset of the first element in ``base_data``."""
+
+    @property
+    def nbytes(self) -> int:
+        """The size in bytes."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The elements' dtype."""
+
+    @property
+    def queue(self) -> cl.CommandQueue | None:
+        """The queue its commands go to."""
+
+
+class BufferMemory(DeviceMemory, Protocol):
+    """Device memory held by a buffer (at ``offset``): what a prepared launch binds, a
+    plan buffer's memory (:data:`PlanMemory`, whose ``base_data`` pyopencl annotates
+    wider, see :func:`memory_of`)."""
+
+    @property
+    def base_data(self) -> cl.Buffer:
+        """The buffer holding the elements."""
+
+
+def memory_of(arr: DeviceMemory) -> cl.Buffer:
+    """``arr.base_data`` as pyopencl's copies and kernel arguments take it: pyopencl
+    annotates it wider (an ``SVMPointer``, or None for an empty array), and such values
+    pass through these calls unchanged."""
+    return cast("cl.Buffer", arr.base_data)
+
+
+def queue_of(arr: DeviceMemory) -> cl.CommandQueue:
+    """``arr.queue``: the executor's arrays are made on a queue (pyopencl annotates it
+    optional for arrays made without one)."""
+    return cast("cl.CommandQueue", arr.queue)
+
 
 _WRITES = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
 _READS = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
@@ -64,6 +113,10 @@ class HostArray:
         return self.host.nbytes
 
 
+PlanMemory = cl_array.Array | HostArray
+"""The memory of a plan buffer on OpenCL: a flat device array, or host memory on CPUs."""
+
+
 def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> cl_array.Array:
     """A flat device array of ``max(n, 1)`` elements: uninitialized, or all bytes 0xFF
     when ``poison`` (tests use it to catch elements a kernel forgets to write)."""
@@ -85,7 +138,7 @@ def upload(device: Device, host: np.ndarray) -> cl_array.Array:
     return arr
 
 
-def write(arr: Any, host: np.ndarray) -> cl.Event | None:
+def write(arr: DeviceMemory, host: np.ndarray) -> cl.Event | None:
     """Copy ``host``'s elements (row-major, ``arr``'s dtype and size) into device array
     ``arr`` without waiting: ``host`` must stay alive until the queue has run the copy.
     Return the copy's event (None when there is nothing to copy)."""
@@ -94,11 +147,11 @@ def write(arr: Any, host: np.ndarray) -> cl.Event | None:
         return None
     if enabled():
         PROFILE.moved(to_device=flat.nbytes)
-    return cl.enqueue_copy(arr.queue, arr.base_data, flat, dst_offset=arr.offset,
+    return cl.enqueue_copy(queue_of(arr), memory_of(arr), flat, dst_offset=arr.offset,
                            is_blocking=False)
 
 
-def download(arr: Any, n: int) -> np.ndarray:
+def download(arr: PlanMemory, n: int) -> np.ndarray:
     """The first ``n`` elements of a flat device array (waits for the queue)."""
     if isinstance(arr, HostArray):
         arr.queue.finish()
@@ -108,7 +161,7 @@ def download(arr: Any, n: int) -> np.ndarray:
     return arr.get()[:n].copy()
 
 
-def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> cl.Event | None:
+def read_async(queue: cl.CommandQueue, arr: DeviceMemory, host: np.ndarray) -> cl.Event | None:
     """Enqueue a copy of device array ``arr``'s first ``host.size`` elements into
     ``host`` without waiting (``host`` must stay alive until the queue has run it);
     return its event (None when there is nothing to copy)."""
@@ -116,15 +169,15 @@ def read_async(queue: cl.CommandQueue, arr: Any, host: np.ndarray) -> cl.Event |
         return None
     if enabled():
         PROFILE.moved(to_host=host.nbytes)
-    return cl.enqueue_copy(queue, host, arr.base_data, src_offset=arr.offset,
+    return cl.enqueue_copy(queue, host, memory_of(arr), src_offset=arr.offset,
                            is_blocking=False)
 
 
-def copy(device: Device, dst: Any, src: Any) -> cl.Event | None:
+def copy(device: Device, dst: DeviceMemory, src: DeviceMemory) -> cl.Event | None:
     """Copy ``src``'s elements into ``dst`` on the device; return the copy's event (None
     when there is nothing to copy)."""
     nbytes = min(dst.nbytes, src.nbytes)
     if not nbytes:
         return None
-    return cl.enqueue_copy(device.queue, dst.base_data, src.base_data, src_offset=src.offset,
+    return cl.enqueue_copy(device.queue, memory_of(dst), memory_of(src), src_offset=src.offset,
                            dst_offset=dst.offset, byte_count=nbytes)

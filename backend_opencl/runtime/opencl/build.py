@@ -20,7 +20,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyopencl as cl
 from pyopencl.characterize import has_src_build_cache
@@ -65,6 +65,12 @@ def cache_directory() -> str | None:
     return None if folder is None else str(folder)
 
 
+def _handle(device: Device) -> cl.Device:
+    """``device.cl_device`` as pyopencl's calls take it (None only on test fakes, whose
+    builds fail inside pyopencl as they always did)."""
+    return cast("cl.Device", device.cl_device)
+
+
 def _binary_entry(device: Device, source: str, options: tuple[str, ...],
                   folder: str | None) -> Path | None:
     """pyopencl's cache entry for this build; None when it keeps none (no folder, or the
@@ -73,12 +79,12 @@ def _binary_entry(device: Device, source: str, options: tuple[str, ...],
     if folder is None:
         return None
     try:  # _process_build_options (the options pyopencl adds to the key) is private
-        if has_src_build_cache(device.cl_device):
+        if has_src_build_cache(_handle(device)):
             return None
         from pyopencl.cache import get_cache_key  # ~6 ms to import: only where it is used
 
         options_bytes, _ = cl.Program._process_build_options(device.context, list(options))
-        return Path(folder) / get_cache_key(device.cl_device, options_bytes, source)
+        return Path(folder) / get_cache_key(_handle(device), options_bytes, source)
     except (AttributeError, TypeError, cl.Error):
         return None
 
@@ -113,7 +119,7 @@ def _build(device: Device, source: str, options: tuple[str, ...],
             warnings.simplefilter("ignore", cl.CompilerWarning)
             # False, not None: None would be pyopencl's own folder (~/.cache/pyopencl).
             cache: dict[str, Any] = {"cache_dir": folder or False}  # see memory._NO_CACHE
-            built = program.build(options=list(options), devices=[device.cl_device], **cache)
+            built = program.build(options=list(options), devices=[_handle(device)], **cache)
     except cl.Error as err:
         if "unknown target CPU" in str(err):
             raise _unknown_cpu(device) from None
@@ -141,7 +147,7 @@ def _unknown_cpu(device: Device) -> DeviceError:
 
 
 def _print_log(program: cl.Program, device: Device, kernel_names: tuple[str, ...]) -> None:
-    log = program.get_build_info(device.cl_device, cl.program_build_info.LOG).strip()
+    log = program.get_build_info(_handle(device), cl.program_build_info.LOG).strip()
     if log:
         names = ", ".join(kernel_names) or "<unknown>"
         print(f"tlc: OpenCL build log for {names}:\n{log}", file=sys.stderr)

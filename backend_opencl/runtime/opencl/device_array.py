@@ -19,10 +19,12 @@ one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import pyopencl as cl
+from numpy.typing import DTypeLike
 
 from backend_opencl.runtime.opencl import buffers, launch
 
@@ -54,8 +56,9 @@ class DeviceArray:
 
     __array_priority__ = 100  # numpy defers binary operators to ours
 
-    def __init__(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype,
-                 storage: np.dtype, event: Any = None, queue: Any = None,
+    def __init__(self, buffer: buffers.PlanMemory | None, shape: tuple[int, ...],
+                 dtype: np.dtype, storage: np.dtype, event: cl.Event | None = None,
+                 queue: cl.CommandQueue | None = None,
                  spin: launch.Spin | None = None, lease: FrameLease | None = None) -> None:
         """``buffer``: the flat device or host array (:class:`buffers.HostArray`) of
         ``storage`` dtype holding the elements from its start; ``event``: the command
@@ -83,18 +86,18 @@ class DeviceArray:
     # -- what the next call binds -------------------------------------------------------
 
     @property
-    def buffer(self) -> Any:
+    def buffer(self) -> buffers.PlanMemory | None:
         """The device buffer while the elements are only on the device (None once read:
         then :meth:`host` has them)."""
         return self._buffer
 
     @property
-    def context(self) -> Any:
+    def context(self) -> cl.Context | None:
         """The OpenCL context of the buffer (None once read)."""
         buffer = self._buffer
         if buffer is None:
             return None
-        return getattr(buffer, "context", None) or buffer.base_data.context
+        return getattr(buffer, "context", None) or buffers.memory_of(buffer).context
 
     def host(self) -> np.ndarray:
         """The elements in host memory, read-only (waits for the device the first time)."""
@@ -110,6 +113,7 @@ class DeviceArray:
         """Wait for the elements and copy them out of the device buffer, then let the
         buffer (and its frame) go."""
         buffer, size = self._buffer, self.size
+        assert buffer is not None  # an array of host memory has its elements already
         self.block_until_ready()
         if isinstance(buffer, buffers.HostArray):
             flat = buffer.host[:size].copy()
@@ -126,6 +130,7 @@ class DeviceArray:
         """Wait until the device has computed the elements; return this array."""
         event = self._event
         if event is not None:
+            assert self._queue is not None  # an array with an event has its queue
             launch.finish(self._queue, event, self._spin)
             self._event = None
         return self
@@ -137,14 +142,15 @@ class DeviceArray:
 
     # -- numpy, DLPack and Python conversions ---------------------------------------------
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         host = self.host()
         if dtype is not None and np.dtype(dtype) != host.dtype:
             return host.astype(dtype)
         return host.copy() if copy else host
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
-                   dl_device: Any = None, copy: bool | None = None) -> Any:
+    def __dlpack__(self, *, stream: None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None
+                   ) -> object:
         """The elements as a DLPack capsule of host memory (read first)."""
         kwargs = {} if max_version is None else {"max_version": max_version}
         return self.host().__dlpack__(stream=stream, dl_device=dl_device, copy=copy,
@@ -173,17 +179,17 @@ class DeviceArray:
             raise TypeError("len() of a 0-d tlc array")
         return self.shape[0]
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> object:  # Any: whatever numpy's indexing takes
         return self.host()[index]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[object]:
         return iter(self.host())
 
-    def item(self) -> Any:
+    def item(self) -> object:
         """The only element as a Python scalar."""
         return self.host().item()
 
-    def tolist(self) -> Any:
+    def tolist(self) -> object:
         """The elements as nested Python lists."""
         return self.host().tolist()
 
@@ -203,9 +209,9 @@ class DeviceArray:
                f"dtype={self.dtype.name})"
 
 
-def _binary(name: str) -> Callable[[DeviceArray, Any], Any]:
+def _binary(name: str) -> Callable[[DeviceArray, object], object]:
     """Operator ``name`` on the host elements (as numpy computes it)."""
-    def op(self: DeviceArray, other: Any) -> Any:
+    def op(self: DeviceArray, other: object) -> object:
         if isinstance(other, DeviceArray):
             other = other.host()
         return getattr(self.host(), name)(other)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from backend_opencl.runtime import dispatch, icd, stress
 from backend_opencl.runtime.errors import DeviceError
@@ -22,6 +23,8 @@ from backend_opencl.runtime.ranking import ENV_VAR, PYPI_SPEC, Candidate, choose
 
 if TYPE_CHECKING:
     import pyopencl as cl
+    from pyopencl import Device as ClDevice
+    from pyopencl import Platform as ClPlatform
 
 __all__ = [
     "Device",
@@ -54,7 +57,7 @@ class Device:
     preferred_vector_width: dict[str, int] = field(hash=False)
     extensions: frozenset[str]
     key: str  #: stable identity for caches: platform, device and driver version
-    cl_device: Any = field(default=None, compare=False, repr=False, hash=False)
+    cl_device: cl.Device | None = field(default=None, compare=False, repr=False, hash=False)
     platform_version: str = ""
     library: str = ""  #: the driver's shared library, when it could be found
 
@@ -183,7 +186,7 @@ def _discover(want_pypi: bool) -> list[Device]:
     return devices
 
 
-def _open_platforms(want_pypi: bool) -> tuple[Any, list[Any], icd.LoaderPlan]:
+def _open_platforms(want_pypi: bool) -> tuple[ModuleType, list[cl.Platform], icd.LoaderPlan]:
     """pyopencl, its platforms and the loader plan (the one place OpenCL is first called)."""
     try:
         import pyopencl as cl
@@ -213,14 +216,15 @@ def _checked(plan: icd.LoaderPlan, devices: list[Device]) -> icd.LoaderPlan:
     return icd.LoaderPlan(plan.mode, plan.loaded, (), note)
 
 
-def _platform_devices(cl: Any, platform: Any) -> list[Any]:
+def _platform_devices(cl: ModuleType, platform: ClPlatform) -> list[ClDevice]:
     try:
         return list(platform.get_devices())
     except cl.Error:
         return []
 
 
-def _describe(cl: Any, platform: Any, d: Any, plan: icd.LoaderPlan) -> Device:
+def _describe(cl: ModuleType, platform: ClPlatform, d: ClDevice, plan: icd.LoaderPlan
+              ) -> Device:
     library = dispatch.library_of(d.int_ptr) or dispatch.library_of(platform.int_ptr) or ""
     is_pocl = "pocl" in f"{platform.name} {platform.version}".lower() or (
         platform.name == "Portable Computing Language"

@@ -33,8 +33,8 @@ import collections
 import functools
 import os
 import threading
-from collections.abc import Callable
-from typing import Any, SupportsInt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol, SupportsInt
 
 import pyopencl as cl
 
@@ -44,10 +44,65 @@ from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
 from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
 
+if TYPE_CHECKING:
+    from backend_opencl.exec.module import Kernel
+    from backend_opencl.runtime.opencl.devices import Device
+
 Op = Callable[[], cl.Event | None]
 
 GATE_ENV = "TLC_GATE"
 """Set to 0 to enqueue a call's commands without holding them behind a gate."""
+
+
+class _Built(Protocol):
+    @property
+    def program(self) -> cl.Program:
+        """The built program (an :class:`~backend_opencl.runtime.opencl.kernels.OpenCLBuilt`)."""
+
+
+class _Module(Protocol):
+    @property
+    def kernels(self) -> Mapping[str, Kernel]:
+        """The module's kernels by name."""
+
+    @property
+    def built(self) -> _Built:
+        """Its program built by the OpenCL kernel runtime."""
+
+
+class _Runtime(Protocol):
+    @property
+    def pred_spin(self) -> launch.Spin:
+        """How a read of a branch's predicate waits."""
+
+
+class FramedExecutable(Protocol):
+    """What frames use of an executable on OpenCL: an
+    :class:`~backend_opencl.exec.executable.Executable` whose plan runtime is
+    :class:`~backend_opencl.runtime.opencl.plans.OpenCLPlans` and whose module (read only
+    when the plan launches kernels) was built by the OpenCL kernel runtime."""
+
+    @property
+    def plan(self) -> Plan:
+        """The plan."""
+
+    @property
+    def device(self) -> Device:
+        """The OpenCL device."""
+
+    @property
+    def runtime(self) -> _Runtime:
+        """The plan runtime."""
+
+    @property
+    def module(self) -> _Module:
+        """The plan's kernels."""
+
+    def new_buffer(self, bid: int) -> buffers.PlanMemory:
+        """New memory for buffer ``bid``."""
+
+    def constant(self, bid: int) -> buffers.PlanMemory:
+        """The memory of constant buffer ``bid``."""
 
 
 class Layout:
@@ -132,19 +187,19 @@ def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
                for s in steps)
 
 
-class Frame(InFlight):
+class Frame(InFlight[cl.Event]):
     """One call's buffers and prepared enqueues (see the module docstring); it stands
     where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
-    def __init__(self, exe: Any, layout: Layout) -> None:
+    def __init__(self, exe: FramedExecutable, layout: Layout) -> None:
         super().__init__()
         self.exe = exe
         self.layout = layout
         self.queue = exe.device.queue
-        self.slots: list[Any] = [None] * len(layout.slot_bid)
+        self.slots: list[buffers.PlanMemory | None] = [None] * len(layout.slot_bid)
         for slot in layout.eager:
             self.slots[slot] = exe.new_buffer(layout.slot_bid[slot])
-        self.cur: list[Any] = [None] * len(exe.plan.buffers)
+        self.cur: list[buffers.PlanMemory | None] = [None] * len(exe.plan.buffers)
         for bid in layout.constants:
             self.cur[bid] = exe.constant(bid)
         for bid, slot in layout.slot_of.items():
@@ -155,8 +210,8 @@ class Frame(InFlight):
         self.gate: cl.UserEvent | None = None
         self.gating = self.gated
         """Whether this call's enqueues wait behind the gate."""
-        self.uses: dict[int, list[tuple[Any, int]]] = {b: [] for b in layout.dynamic}
-        self.bound: dict[int, Any] = dict.fromkeys(layout.dynamic)
+        self.uses: dict[int, list[tuple[cl.Kernel, int]]] = {b: [] for b in layout.dynamic}
+        self.bound: dict[int, cl.Buffer | None] = dict.fromkeys(layout.dynamic)
         """The buffer each dynamic buffer's kernel arguments were last set to (a slot's;
         None after a borrowed one)."""
         self.ops, self.labels = self._prepare(exe.plan.steps)
@@ -203,7 +258,7 @@ class Frame(InFlight):
             if bid in self.layout.dynamic:
                 self.uses[bid].append((kernel, index))
             else:
-                kernel.set_arg(index, self.get(bid).base_data)
+                kernel.set_arg(index, buffers.memory_of(self.get(bid)))
         wgx, wgy = info.plan.work_group_size
         return functools.partial(cl.enqueue_nd_range_kernel, self.queue, kernel,
                                  (step.num_groups * wgx, wgy), (wgx, wgy))
@@ -211,7 +266,7 @@ class Frame(InFlight):
     def _copy(self, dst: int, src: int) -> cl.Event | None:
         return buffers.copy(self.exe.device, self.get(dst), self.get(src))
 
-    def get(self, bid: int) -> Any:
+    def get(self, bid: int) -> buffers.PlanMemory:
         """The array of buffer ``bid`` in this call (a parameter's slot is made on first
         need: a parameter bound in place never needs it)."""
         arr = self.cur[bid]
@@ -232,7 +287,7 @@ class Frame(InFlight):
             return arr.host[0]
         return buffers.download(arr, 1)[0]
 
-    def borrow(self, bid: int, arr: Any) -> None:
+    def borrow(self, bid: int, arr: buffers.PlanMemory) -> None:
         """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
         self.cur[bid] = arr
 
@@ -244,7 +299,7 @@ class Frame(InFlight):
         bound = self.bound
         for bid, uses in self.uses.items():
             if uses:
-                buf = self.get(bid).base_data
+                buf = buffers.memory_of(self.get(bid))
                 if buf is not bound[bid]:
                     for kernel, index in uses:
                         kernel.set_arg(index, buf)
@@ -316,7 +371,7 @@ class Frames:
 
     MAX_PENDING = 4
 
-    def __init__(self, exe: Any, layout: Layout,
+    def __init__(self, exe: FramedExecutable, layout: Layout,
                  fresh: Callable[[], bool] = lambda: False) -> None:
         """``fresh()``: whether each call gets a new frame (poisoned buffers, see
         ``Executable.poison``)."""

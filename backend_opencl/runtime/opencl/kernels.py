@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 from backend_opencl.abi import ArgAbi, ParamKind
 from backend_opencl.exec.arguments import (
@@ -97,30 +98,32 @@ class OpenCLKernels:
         ctx, queue = self.device.context, self.device.queue
         return value, lambda: bind(ctx, queue)
 
-    def record(self) -> object:
+    def record(self) -> cl_array.Array:
         """A zeroed bounds-guard error record on the device."""
         return buffers.upload(self.device, np.zeros(RECORD_LONGS, np.int64))
 
-    def record_arg(self, record: object) -> object:
+    def record_arg(self, record: cl_array.Array) -> cl.Buffer:
         """The record's buffer."""
         return memory.device_buffer(record)
 
-    def read_record(self, record: object) -> np.ndarray:
+    def read_record(self, record: cl_array.Array) -> np.ndarray:
         """The record's longs."""
         return buffers.download(record, RECORD_LONGS)
 
     def launch(self, kernel: OpenCLKernel, args: Sequence[Any], num_groups: int,
-               work_group_size: tuple[int, int]) -> object:
-        """Set the arguments and enqueue, under the kernel object's lock; the event."""
+               work_group_size: tuple[int, int]) -> cl.Event:
+        """Set the arguments and enqueue, under the kernel object's lock; the event
+        (``args``: the binders' values, ``object`` to the executor, pyopencl's
+        ``KernelArg`` s)."""
         with kernel.lock:
             return launch.launch(self.device.queue, kernel.kernel, args, num_groups,
                                  work_group_size)
 
-    def finish(self, event: Any) -> None:
+    def finish(self, event: cl.Event) -> None:
         """Wait for ``event`` (the queue is in order: everything before it is done)."""
         launch.finish(self.device.queue, event)
 
-    def profiled(self, name: str, event: object, seconds: float) -> None:
+    def profiled(self, name: str, event: cl.Event, seconds: float) -> None:
         """The launch's device time and the call's wall time in the profile."""
         profile.PROFILE.launch(name, event)
         profile.PROFILE.call(seconds)
@@ -141,7 +144,7 @@ def _memref_binder(value: Any, t: MemRefType, arg: ArgAbi, where: str, writes: b
         if context is not None and device_groups.foreign_members([value], context):
             raise LaunchError(f"{where}: the pyopencl array belongs to another OpenCL "
                               "context than the kernel's (use the device's context)")
-        return lambda ctx, queue: ([memory.device_buffer(value)] + dims, None)
+        return lambda ctx, queue: ([memory.device_buffer(value), *dims], None)
     if not isinstance(value, np.ndarray):
         raise LaunchError(f"{where}: expected a numpy or pyopencl array")
     if writes and not value.flags.writeable:
@@ -241,7 +244,7 @@ def _member_layouts(members: list[object] | tuple[object, ...], t: GroupType, wh
     return layouts
 
 
-def _member_layout(member: Any, t: GroupType, where: str, k: int,
+def _member_layout(member: object, t: GroupType, where: str, k: int,
                    offset: int) -> tuple[list[int], list[int], int]:
     if not isinstance(member, np.ndarray) and not memory.is_device_array(member):
         raise LaunchError(f"{where}: member {k} must be a numpy or pyopencl array, "

@@ -14,13 +14,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import pyopencl as cl
 from pyopencl.typing import KernelArg
 
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import memory
+from backend_opencl.runtime.opencl.buffers import BufferMemory
 
 
 def get_kernel(program: cl.Program, name: str) -> cl.Kernel:
@@ -39,7 +39,7 @@ def launch(queue: cl.CommandQueue, kernel: cl.Kernel, args: Sequence[KernelArg],
 
 def prepared(queue: cl.CommandQueue, program: cl.Program, name: str, num_groups: int,
              work_group_size: tuple[int, int],
-             label: str = "") -> Callable[[Sequence[Any]], cl.Event]:
+             label: str = "") -> Callable[[Sequence[BufferMemory]], cl.Event]:
     """A launch of kernel ``name`` whose NDRange is resolved once: call it with the device
     arrays of its arguments (one buffer parameter each); it enqueues without waiting (the
     queue is in order, so later commands see its results).  Arguments are set only when
@@ -56,9 +56,9 @@ def prepared(queue: cl.CommandQueue, program: cl.Program, name: str, num_groups:
     record = profile.PROFILE.launch if profile.enabled() else None
     label = label or name
 
-    def run(arrays: Sequence[Any]) -> cl.Event:
-        """``arrays``: pyopencl arrays (``base_data`` is a ``MemoryObjectHolder`` to
-        pyopencl's stubs, which ``set_arg`` does not list)."""
+    def run(arrays: Sequence[BufferMemory]) -> cl.Event:
+        """``arrays``: pyopencl arrays or :class:`~backend_opencl.runtime.opencl.buffers.
+        HostArray` s."""
         bufs = [arr.base_data if arr.offset == 0 else device_buffer(arr) for arr in arrays]
         with lock:
             if bufs != current:

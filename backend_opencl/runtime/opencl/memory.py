@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from backend_opencl.runtime.host import aligned_empty, host_span
+from backend_opencl.runtime.opencl.buffers import DeviceMemory, memory_of
 from backend_opencl.runtime.profile import PROFILE, enabled
 
 if TYPE_CHECKING:
@@ -145,9 +146,9 @@ class _Blocks(_Staging):
 
     def __init__(self, limit: int = 256 << 20) -> None:
         super().__init__(limit)
-        self.blocks: dict[tuple[int, int], list[tuple[np.ndarray, dict[str, Any]]]] = {}
+        self.blocks: dict[tuple[int, int], list[tuple[np.ndarray, dict[str, object]]]] = {}
 
-    def take_block(self, nbytes: int, align: int) -> tuple[np.ndarray, dict[str, Any]]:
+    def take_block(self, nbytes: int, align: int) -> tuple[np.ndarray, dict[str, object]]:
         """An aligned byte array of ``nbytes`` and its array interface."""
         with self.lock:
             pairs = self.blocks.get((nbytes, align))
@@ -157,7 +158,7 @@ class _Blocks(_Staging):
         block = aligned_empty(nbytes, align)
         return block, block.__array_interface__
 
-    def give_block(self, block: np.ndarray, interface: dict[str, Any], align: int) -> None:
+    def give_block(self, block: np.ndarray, interface: dict[str, object], align: int) -> None:
         """Return a pair from :meth:`take_block` (dropped when the cache is full)."""
         with self.lock:
             if self.kept + block.nbytes <= self.limit:
@@ -175,7 +176,7 @@ class _Lease:
 
     __slots__ = ("block", "align", "__array_interface__")
 
-    def __init__(self, block: np.ndarray, interface: dict[str, Any], align: int) -> None:
+    def __init__(self, block: np.ndarray, interface: dict[str, object], align: int) -> None:
         self.block = block
         self.align = align
         self.__array_interface__ = interface
@@ -219,7 +220,7 @@ def bind_in_place(ctx: cl.Context, arr: np.ndarray, elements: int, writes: bool,
     return buf, back
 
 
-def is_device_array(obj: object) -> bool:
+def is_device_array(obj: object) -> TypeGuard[cl_array.Array]:
     """True for a ``pyopencl.array.Array``."""
     return isinstance(obj, cl_array.Array)
 
@@ -252,12 +253,12 @@ def upload(ctx: cl.Context, queue: cl.CommandQueue, arr: np.ndarray, elements: i
     return buf, back
 
 
-def device_buffer(arr: Any) -> Any:
+def device_buffer(arr: DeviceMemory) -> cl.Buffer:
     """The buffer of a pyopencl array, a sub-buffer when it has an offset."""
     if arr.offset == 0:
-        return arr.base_data
+        return memory_of(arr)
     size = max(arr.nbytes, arr.dtype.itemsize)
-    return arr.base_data.get_sub_region(arr.offset, size)
+    return memory_of(arr).get_sub_region(arr.offset, size)
 
 
 def index_array(ctx: cl.Context, values: Sequence[int]) -> cl.Buffer:
@@ -279,7 +280,7 @@ def packed_offsets(nbytes: Sequence[int]) -> tuple[list[int], int]:
 
 def upload_group(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[np.ndarray],
                  spans: Sequence[int], writes: bool, svm: bool,
-                 align: int = 0) -> tuple[list[Any], list[Any], Writeback | None]:
+                 align: int = 0) -> tuple[list[cl.Buffer], list[object], Writeback | None]:
     """(kernel arguments, objects to keep alive, writeback) for a group's members.
 
     With SVM on a device that runs kernels in the host's memory (``align`` non-zero),
@@ -306,17 +307,18 @@ def upload_group(ctx: cl.Context, queue: cl.CommandQueue, members: Sequence[np.n
             staging[offset:offset + piece.nbytes] = piece
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
     if svm:
-        store: Any = cl.SVMAllocation(ctx, staging.nbytes, MEMBER_ALIGN,
-                                      cl.svm_mem_flags.READ_WRITE)
-        cl.enqueue_copy(queue, store, staging)
-        table = np.array([store.svm_ptr + o for o in offsets], dtype=np.uint64)
+        svm_store = cl.SVMAllocation(ctx, staging.nbytes, MEMBER_ALIGN,
+                                     cl.svm_mem_flags.READ_WRITE)
+        cl.enqueue_copy(queue, svm_store, staging)
+        table = np.array([svm_store.svm_ptr + o for o in offsets], dtype=np.uint64)
+        store: cl.SVMAllocation | cl.Buffer = svm_store
         args = [cl.Buffer(ctx, flags, hostbuf=table)]
     else:
         store = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                           hostbuf=staging)
         table = np.array([o // itemsize for o in offsets] or [0], dtype=np.uint64)
         args = [cl.Buffer(ctx, flags, hostbuf=table), store]
-    keep = args + [store]
+    keep: list[object] = [*args, store]
     if not writes:
         return args, keep, None
 

@@ -28,17 +28,19 @@ plan can also be called without waiting (:meth:`OpenCLPlans.dispatch`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
-from backend_opencl.exec.runtime import Executable, Kernel, Module, Run
+from backend_opencl.exec import runtime
+from backend_opencl.exec.runtime import Kernel, Module
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch, memory
 from backend_opencl.runtime.opencl.device_array import DeviceArray
 from backend_opencl.runtime.opencl.devices import Device
-from backend_opencl.runtime.opencl.frames import Frame, Frames, Layout, framed
+from backend_opencl.runtime.opencl.frames import Frame, FramedExecutable, Frames, Layout, framed
 from backend_opencl.runtime.opencl.kernels import OpenCLBuilt, max_allocation
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
@@ -47,6 +49,11 @@ IN_PLACE_BYTES = 1 << 16
 """Smallest argument or result bound in place: on PoCL a ``USE_HOST_PTR`` buffer costs
 about what a small copy does (an implicit migration command); above this size the copy's
 memcpy dominates (measured on the mlp and batched-GEMM examples)."""
+
+Executable = runtime.Executable[buffers.PlanMemory, cl.Event]
+"""An executable on OpenCL, as its plan runtime sees it."""
+Run = runtime.Run[buffers.PlanMemory, cl.Event]
+"""A call's state on OpenCL (the executor's run or a :class:`Frame`)."""
 
 LEASED = True
 """Results bound in place come from a pool of result memory (off: fresh arrays)."""
@@ -80,11 +87,15 @@ class OpenCLPlans:
                                                 strict=True) if direct_result}
         constants = frozenset(bid for bid, b in enumerate(plan.buffers) if b.init is not None)
         layout = Layout(plan, dynamic, constants)
-        return Frames(exe, layout, fresh=lambda: exe.poison) if layout.ok else None
+        if not layout.ok:
+            return None
+        # its runtime is this one (its device this one's), its module built by OpenCLKernels
+        return Frames(cast("FramedExecutable", exe), layout, fresh=lambda: exe.poison)
 
     # -- arguments ---------------------------------------------------------------------------
 
-    def check_argument(self, exe: Executable, i: int, value: Any, bid: int) -> Any | None:
+    def check_argument(self, exe: Executable, i: int, value: object, bid: int
+                       ) -> cl_array.Array | DeviceArray | None:
         """A pyopencl array (checked: context, contiguity) or a :class:`DeviceArray` as it
         is; None for anything else."""
         if isinstance(value, DeviceArray):
@@ -199,17 +210,21 @@ class OpenCLPlans:
         """Enqueue a device copy."""
         run.enqueued(buffers.copy(self.device, run.get(dst), run.get(src)))
 
-    def direct_launch(self, module: Module, kernel: Kernel, num_groups: int
-                      ) -> Callable[[Run, Sequence[Any]], None]:
+    def direct_launch(self, module: Module[object], kernel: Kernel[object], num_groups: int
+                      ) -> Callable[[Run, Sequence[buffers.PlanMemory]], None]:
         """A launch with a kernel object of its own, its NDRange fixed
         (:func:`launch.prepared`)."""
         built = module.built
         assert isinstance(built, OpenCLBuilt)
-        enqueue = launch.prepared(self.queue, built.program, kernel.info.c_name, num_groups,
-                                  kernel.info.plan.work_group_size, kernel.name)
+        # plan memory is held by a buffer (pyopencl annotates an array's base_data wider)
+        enqueue = cast("Callable[[Sequence[buffers.PlanMemory]], cl.Event]",
+                       launch.prepared(self.queue, built.program, kernel.info.c_name,
+                                       num_groups, kernel.info.plan.work_group_size,
+                                       kernel.name))
         return lambda run, arrays: run.enqueued(enqueue(arrays))
 
-    def checked_view(self, exe: Executable, run: Run, bid: int) -> Any:
+    def checked_view(self, exe: Executable, run: Run, bid: int
+                     ) -> cl_array.Array | np.ndarray:
         """Buffer ``bid`` as the module's checked kernel call takes it (host memory as
         its numpy array: the call binds it in place)."""
         arr = run.get(bid)
@@ -265,7 +280,7 @@ class OpenCLPlans:
 
     # -- calls that do not wait --------------------------------------------------------------
 
-    def dispatch(self, exe: Executable, args: list[Any], frames: Frames | None
+    def dispatch(self, exe: Executable, args: list[object], frames: Frames | None
                  ) -> tuple[DeviceArray | None, ...]:
         """Enqueue a call on a prepared frame and return its results as
         :class:`DeviceArray` s; without frames, a plain call's results."""
@@ -286,7 +301,7 @@ class OpenCLPlans:
             frames.give(run)
             raise
 
-    def _device_results(self, exe: Executable, run: Frame, args: list[Any],
+    def _device_results(self, exe: Executable, run: Frame, args: list[object],
                         frames: Frames) -> tuple[DeviceArray | None, ...]:
         """The results of a call that did not wait; its frame goes back once the results
         over the frame's own memory are read or dropped."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backend_opencl.runtime.opencl.devices import Device
 
 _SOURCE = """
 __kernel void tlc_smoke_add(__global const float *a, __global const float *b,
@@ -13,7 +16,7 @@ __kernel void tlc_smoke_add(__global const float *a, __global const float *b,
 """
 
 
-def smoke_test(device: Any = None, n: int = 1000) -> bool:
+def smoke_test(device: str | int | Device | None = None, n: int = 1000) -> bool:
     """Build and run an add kernel on ``device`` (a spec or :class:`Device`); True if right."""
     import numpy as np
     import pyopencl as cl
