@@ -116,7 +116,7 @@ system-oclgrind:
 	fi
 
 lint: setup
-	$(VENV)/bin/ruff check frontend tensorlang backend_opencl tests
+	$(VENV)/bin/ruff check frontend tensorlang backend_opencl tlc tests benchmarks examples
 
 # mypy over the packages listed in pyproject.toml's [tool.mypy] (those that pass cleanly).
 typecheck: setup

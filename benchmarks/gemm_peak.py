@@ -34,7 +34,8 @@ from backend_opencl.runtime import get_device  # noqa: E402
 
 PROGRAM = """
 func.func public @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %c = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %c = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+      : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
   return %c : tensor<{m}x{n}xf32>
 }}
 """
@@ -98,16 +99,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'size':>6} {'tlc':>16} {'%peak':>6} {'xla':>16} {'%peak':>6} {'numpy':>16} "
           f"{'tlc/xla time':>13}")
     for size, best, median in rows:
-        def cell(name: str) -> str:
-            return f"{best[name]:7.1f} [{median[name]:6.1f}]" if name in best else f"{'-':>16}"
-
-        def share(name: str) -> str:
-            return f"{100 * best[name] / peak:5.0f}%" if name in best else f"{'-':>6}"
-
         ratio = f"{best['xla'] / best['tlc']:13.2f}" if "xla" in best else f"{'-':>13}"
-        print(f"{size:>6} {cell('tlc')} {share('tlc')} {cell('xla')} {share('xla')} "
-              f"{cell('numpy')} {ratio}")
+        print(f"{size:>6} {_cell(best, median, 'tlc')} {_share(best, peak, 'tlc')} "
+              f"{_cell(best, median, 'xla')} {_share(best, peak, 'xla')} "
+              f"{_cell(best, median, 'numpy')} {ratio}")
     return 0
+
+
+def _cell(best: dict[str, float], median: dict[str, float], name: str) -> str:
+    """GFLOP/s of the fastest call and the median one of peer ``name``."""
+    return f"{best[name]:7.1f} [{median[name]:6.1f}]" if name in best else f"{'-':>16}"
+
+
+def _share(best: dict[str, float], peak: float, name: str) -> str:
+    """Peer ``name``'s fastest call as a share of the peak."""
+    return f"{100 * best[name] / peak:5.0f}%" if name in best else f"{'-':>6}"
 
 
 if __name__ == "__main__":
