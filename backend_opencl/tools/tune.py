@@ -28,6 +28,7 @@ from backend_opencl.api.tuned import Choice, cache_path, is_choice, kernel_key
 from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import choose_plan
 from backend_opencl.exec.module import Module
+from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
@@ -67,6 +68,21 @@ def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator)
 
         args.append([make() for _ in range(groups)] if isinstance(t, GroupType) else make())
     return args
+
+
+def _launchable(module: Module, func: Function, groups: int, size: int
+                ) -> tuple[int, list] | None:
+    """A work-group count and arguments for timing ``func`` that its launch checks
+    accept (the timed launches skip them): ``groups``, else one work-group (StableHLO's
+    kernels of one work-group); None when neither passes.  The checked call runs it once."""
+    for count in dict.fromkeys((groups, 1)):
+        args = _arguments(func, count, size, np.random.default_rng(0))
+        try:
+            getattr(module, func.name)(*args, num_groups=count)
+        except LaunchError:
+            continue
+        return count, args
+    return None
 
 
 def _time(module: Module, name: str, args: list, groups: int, repeat: int) -> float:
@@ -111,17 +127,24 @@ def tune(program: object, device: object = None, groups: int = 2000, size: int =
         ranked = sorted(candidates(plan, elem, m, n), key=lambda b: cost(plan, elem, m, n, b))
         choices: list[Choice] = [(rm, rn, s) for rm, rn in ranked[:top] for s in (0, 1)] \
             if transposed else list(ranked[:top])
-        args = _arguments(func, groups, size, np.random.default_rng(0))
+        launch: tuple[int, list] | None = None
         results = []
         for k, choice in enumerate(choices):
             target = replace(base, register_blocks=((func.name, choice[0], choice[1]),),
                              stage_transposed=bool(choice[2]) if transposed else None)
             one = Program([copy.deepcopy(func)])
             module = compile_program(one, device=dev, target=target)
-            seconds = _time(module, func.name, args, groups, repeat)
+            launch = launch or _launchable(module, func, groups, size)
+            if launch is None:
+                progress(f"@{func.name}: skipped: its launch checks refuse tune's arguments "
+                         f"with {groups} work-groups and with one")
+                break
+            seconds = _time(module, func.name, launch[1], launch[0], repeat)
             results.append((seconds, choice))
             progress(f"@{func.name}: [{k + 1}/{len(choices)}] {_describe(choice)}: "
                      f"{seconds * 1e3:.3f} ms")
+        if not results:
+            continue
         best = min(results)[1]
         tuned[kernel_key(dev, func)] = list(best)
         winners[func.name] = best

@@ -44,3 +44,34 @@ def test_tune_caches_and_compile_applies(tmp_path: Path, monkeypatch: pytest.Mon
 ])
 def test_cost_model(t, m: str, n: str, block: tuple[int, int]) -> None:
     assert register_block(KernelPlan((1, 1), 1, False, True), t, m, n) == block
+
+
+FIXED_GROUPS = """
+func @fixed(%A: memref<f32x8x6>, %B: memref<f32x6x5>, %C: memref<f32x8x5x2>) {
+  %g = group_id
+  %c = subview %C[:, :, %g] : memref<f32x8x5x2>
+  %one = constant 1.0 : f32
+  %zero = constant 0.0 : f32
+  gemm.n.n %one, %A, %B, %zero, %c
+    : f32, memref<f32x8x6>, memref<f32x6x5>, f32, memref<f32x8x5>
+}
+"""
+
+
+def test_tune_launches_only_what_the_launch_checks_accept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timed launches skip the launch checks, so tune first makes one checked call: 2000
+    work-groups would write past %C's two slices, one work-group does not."""
+    from backend_opencl.tools import tune as tuning
+
+    monkeypatch.setenv("TLC_TUNE_CACHE", str(tmp_path / "tune.json"))
+    timed: list[int] = []
+    time_launches = tuning._time
+
+    def spy(module, name, args, groups, repeat):  # noqa: ANN001, ANN202
+        timed.append(groups)
+        return time_launches(module, name, args, groups, repeat)
+
+    monkeypatch.setattr(tuning, "_time", spy)
+    winners = tune(FIXED_GROUPS, groups=2000, top=2, repeat=1, progress=lambda _: None)
+    assert "fixed" in winners and timed and set(timed) == {1}
