@@ -18,10 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import pyopencl as cl
+from typing import Any
 
 ENV = "TLC_PROFILE"
 
@@ -51,10 +48,10 @@ class Profile:
     device_s: float = 0.0  #: kernel device time of the recorded calls' launches
     first_wall_s: float = 0.0  #: the first call's wall time (it builds kernels, frames)
     first_device_s: float = 0.0
-    pending: list[tuple[str, cl.Event]] = field(default_factory=list)
+    pending: list[tuple[str, object]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def launch(self, name: str, event: cl.Event) -> None:
+    def launch(self, name: str, event: object) -> None:
         """Record a launch of kernel ``name`` and its event."""
         with self.lock:
             self.pending.append((name, event))
@@ -77,10 +74,12 @@ class Profile:
             self.wall_s += wall_s
             self.device_s += device_s
 
-    def _settle(self, name: str, event: cl.Event) -> int:
-        """Add a finished launch's device time to its kernel's; return it (ns)."""
+    def _settle(self, name: str, event: object) -> int:
+        """Add a finished launch's device time to its kernel's; return it (ns).  ``event``
+        is the runtime's (a ``pyopencl.Event`` or a SYCL event): its ``profile``."""
         try:
-            ns = int(event.profile.end) - int(event.profile.start)
+            times = getattr(event, "profile")  # noqa: B009 (any runtime's event)
+            ns = int(times.end) - int(times.start)
         except Exception:  # noqa: BLE001 (a queue without profiling, or an unfinished event)
             ns = 0
         with self.lock:

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, TypedDict
+from typing import Protocol, TypedDict
 
 from backend_opencl.runtime.dispatch import CL_DEVICE_SUB_GROUP_SIZES_INTEL, device_size_array
 
-if TYPE_CHECKING:
-    from pyopencl import Device as ClDevice
-
 _VECTOR_TYPES = ("char", "short", "int", "long", "half", "float", "double")
 _SVM_COARSE, _SVM_FINE = 1, 2  # CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, ..._FINE_GRAIN_BUFFER
+
+
+class ClDevice(Protocol):
+    """The properties of a ``pyopencl.Device`` read here (the optional ones through
+    :func:`_get`); pyopencl is imported only under ``runtime/opencl/``."""
+
+    @property
+    def extensions(self) -> str: ...
+    @property
+    def type(self) -> int: ...
+    @property
+    def max_work_group_size(self) -> int: ...
+    @property
+    def max_work_item_sizes(self) -> Sequence[int]: ...
+    @property
+    def local_mem_size(self) -> int: ...
+    @property
+    def int_ptr(self) -> int: ...
 
 
 class DeviceFacts(TypedDict):

@@ -30,10 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pyopencl import CommandQueue, Event, UserEvent
+from typing import Protocol
 
 ENV = "TLC_STRESS"
 SEED_ENV = "TLC_STRESS_SEED"
@@ -69,6 +66,26 @@ def stall_iterations() -> int:
     return int(random.uniform(0.0, max_delay_s()) * ITERATIONS_PER_S)
 
 
+class _Queue(Protocol):
+    """A pyopencl command queue, as the hook uses it (pyopencl is imported only under
+    ``runtime/opencl/``, which passes its module in)."""
+
+    @property
+    def context(self) -> object: ...
+
+
+class _Gate(Protocol):
+    """A pyopencl user event."""
+
+    def set_status(self, status: int) -> None: ...
+
+
+class _Event(Protocol):
+    """A pyopencl event."""
+
+    def wait(self) -> None: ...
+
+
 class _Releaser:
     """The helper thread: completes user events when their time has come."""
 
@@ -76,12 +93,12 @@ class _Releaser:
         self._cl = cl
         self._max = max_delay
         self._random = random.Random(seed)
-        self._heap: list[tuple[float, int, UserEvent]] = []
+        self._heap: list[tuple[float, int, _Gate]] = []
         self._order = itertools.count()
         self._wake = threading.Condition()
         threading.Thread(target=self._run, name="tlc-stress", daemon=True).start()
 
-    def hold(self, queue: CommandQueue) -> None:
+    def hold(self, queue: _Queue) -> None:
         """Enqueue on ``queue`` a marker that a random delay from now lets pass."""
         gate = self._cl.UserEvent(queue.context)
         self._cl.enqueue_marker(queue, wait_for=[gate])
@@ -130,14 +147,14 @@ def install(cl: ModuleType) -> bool:
     return True
 
 
-def _held(enqueue: Callable[..., Event], releaser: _Releaser,
-          blocks: Callable[[tuple[object, ...]], bool] | None = None) -> Callable[..., Event]:
+def _held(enqueue: Callable[..., _Event], releaser: _Releaser,
+          blocks: Callable[[tuple[object, ...]], bool] | None = None) -> Callable[..., _Event]:
     """``enqueue`` (whose first argument is the queue) behind a gate.  A blocking copy
     (``enqueue_copy``'s default where the host or SVM takes part: ``blocks(args)``) is
     enqueued without blocking and then waited for: pyopencl keeps the GIL in some
     blocking copies (SVM), and the helper thread that opens the gate needs it."""
     @functools.wraps(enqueue)
-    def held(queue: CommandQueue, *args: object, **kwargs: object) -> Event:
+    def held(queue: _Queue, *args: object, **kwargs: object) -> _Event:
         releaser.hold(queue)
         if blocks is None or not kwargs.get("is_blocking", True) or not blocks(args):
             return enqueue(queue, *args, **kwargs)
