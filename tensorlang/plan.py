@@ -12,7 +12,7 @@ front end builds it and the back end (``backend_opencl.exec.executable``) execut
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -311,15 +311,19 @@ def kernels_renamed(steps: tuple[Step, ...] | list[Step],
     def one(step: Step) -> Step:
         if isinstance(step, Launch):
             return replace(step, kernel=names.get(step.kernel, step.kernel))
-        if isinstance(step, While):
-            return replace(step, cond=kernels_renamed(step.cond, names),
-                           body=kernels_renamed(step.body, names))
-        if isinstance(step, If):
-            return replace(step, then=kernels_renamed(step.then, names),
-                           otherwise=kernels_renamed(step.otherwise, names))
-        if isinstance(step, Case):
-            return replace(step, branches=tuple(kernels_renamed(b, names)
-                                                for b in step.branches))
-        return step
+        return with_nested(step, lambda inner: kernels_renamed(inner, names))
 
     return tuple(one(s) for s in steps) if names else tuple(steps)
+
+
+def with_nested(step: Step, rewrite: Callable[[tuple[Step, ...]], tuple[Step, ...]]) -> Step:
+    """``step`` with ``rewrite`` applied to each sequence of steps nested in it (a
+    ``While``'s condition and body, an ``If``'s branches, a ``Case``'s); other steps as
+    they are."""
+    if isinstance(step, While):
+        return replace(step, cond=rewrite(step.cond), body=rewrite(step.body))
+    if isinstance(step, If):
+        return replace(step, then=rewrite(step.then), otherwise=rewrite(step.otherwise))
+    if isinstance(step, Case):
+        return replace(step, branches=tuple(rewrite(b) for b in step.branches))
+    return step

@@ -7,7 +7,7 @@ attributes (by name), their regions and their source location.  The op table in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
@@ -249,10 +249,14 @@ class Module:
 
 def walk(region: Region) -> list[Op]:
     """Every operation in ``region``, nested ones included, in textual order."""
+    return [op for block in region.blocks for op in walk_ops(block.ops)]
+
+
+def walk_ops(ops: Iterable[Op]) -> list[Op]:
+    """``ops`` and every operation nested in their regions, in textual order."""
     out: list[Op] = []
-    for block in region.blocks:
-        for op in block.ops:
-            out.append(op)
-            for r in op.regions:
-                out.extend(walk(r))
+    for op in ops:
+        out.append(op)
+        for r in op.regions:
+            out.extend(walk(r))
     return out

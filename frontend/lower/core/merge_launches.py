@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from frontend.lower.core.driver import Lowered
-from tensorlang.plan import Case, Free, If, Launch, Step, While, launches
+from tensorlang.plan import Free, Launch, Step, launches, with_nested
 
 MAX_PARTS = 32
 """The most launches merged into one kernel."""
@@ -102,19 +102,9 @@ class _Merger:
                 frees.append(step)
             else:
                 flush()
-                out.append(self._nested(step))
+                out.append(with_nested(step, self.steps))
         flush()
         return tuple(out)
-
-    def _nested(self, step: Step) -> Step:
-        if isinstance(step, While):
-            return replace(step, cond=self.steps(step.cond), body=self.steps(step.body))
-        if isinstance(step, If):
-            return replace(step, then=self.steps(step.then),
-                           otherwise=self.steps(step.otherwise))
-        if isinstance(step, Case):
-            return replace(step, branches=tuple(self.steps(b) for b in step.branches))
-        return step
 
     def _mergeable(self, launch: Launch) -> bool:
         kernel = self.kernels.get(launch.kernel)

@@ -43,7 +43,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from frontend.ir.attrs import Attr, DenseArrayAttr, DenseElementsAttr, EnumAttr
-from frontend.ir.core import Block, Op, Region, Value
+from frontend.ir.core import Block, Op, Region, Value, walk_ops
 from frontend.ir.types import IntegerType, TensorType, Type
 from frontend.lower.core import types
 from frontend.lower.core.loop_invariants import IMPURE, hoist_loop_invariants
@@ -291,20 +291,12 @@ def _read_after(block: Block, w: Window, where: dict[Value, tuple[int, int]]
     """For each (op, result) of a step, the steps whose value is read after the window
     (by ops of the block or of regions nested in them)."""
     out: dict[tuple[int, int], set[int]] = {}
-    for op in _nested(block.ops[w.stop:]):
+    for op in walk_ops(block.ops[w.stop:]):
         for v in op.operands:
             at = where.get(v)
             if at is not None:
                 out.setdefault((at[1], v.index), set()).add(at[0])
     return {key: sorted(steps) for key, steps in out.items()}
-
-
-def _nested(ops: list[Op]) -> Iterator[Op]:
-    for op in ops:
-        yield op
-        for region in op.regions:
-            for b in region.blocks:
-                yield from _nested(b.ops)
 
 
 def _recurrent(block: Block, rolled: Rolled) -> bool:
@@ -493,7 +485,7 @@ def _read_back(block: Block, rolled: Rolled,
 def _replace(block: Block, w: Window, new: list[Op], subst: dict[Value, Value]) -> None:
     """Put ``new`` in place of the window's ops and redirect the reads after it."""
     rest = block.ops[w.stop:]
-    for op in _nested(rest):
+    for op in walk_ops(rest):
         if any(v in subst for v in op.operands):
             op.operands = [subst.get(v, v) for v in op.operands]
     block.ops[w.start:] = new + rest

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 from frontend.ir.attrs import ListAttr, StructAttr
-from frontend.ir.core import Block, Op, Region, Value, walk
+from frontend.ir.core import Block, Op, Region, Value, walk, walk_ops
 from frontend.lower.core import types
 from frontend.lower.core.registry import rewrite
 
@@ -38,7 +38,7 @@ def swap_transposed_products(region: Region) -> Region:
 
 
 def _swap_in_block(block: Block) -> None:
-    uses = Counter(v for op in _all_ops(block) for v in op.operands)
+    uses = Counter(v for op in walk_ops(block.ops) for v in op.operands)
     at = {op: n for n, op in enumerate(block.ops)}
     replaced: dict[Value, Value] = {}
     for op in block.ops:
@@ -50,7 +50,7 @@ def _swap_in_block(block: Block) -> None:
             replaced[op.result] = swapped.result
     if replaced:
         block.ops[:] = [op for op in block.ops if not any(r in replaced for r in op.results)]
-        for op in _all_ops(block):
+        for op in walk_ops(block.ops):
             op.operands = [replaced.get(v, v) for v in op.operands]
 
 
@@ -81,12 +81,3 @@ def _swapped(dot: Op, transpose: Op) -> Op:
     op.results = [Value(transpose.result.type, op, 0, transpose.result.name,
                         transpose.result.loc)]
     return op
-
-
-def _all_ops(block: Block) -> list[Op]:
-    out = []
-    for op in block.ops:
-        out.append(op)
-        for region in op.regions:
-            out.extend(walk(region))
-    return out
