@@ -8,7 +8,6 @@ the cost model.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from backend_opencl import diskcache
 from tensorlang.ir.core import Function, Program
+from tensorlang.syntax.printer import print_function
 
 if TYPE_CHECKING:  # the code generator is not imported for a cache hit
     from backend_opencl.emit.target import Target
@@ -50,7 +50,7 @@ def is_choice(value: object) -> bool:
 
 def kernel_key(device: Device, func: Function) -> str:
     """The cache key of kernel ``func`` on ``device``: its name and a hash of its text."""
-    text = str(Program([copy.deepcopy(func)]))
+    text = print_function(func)  # the text of Program([func]), without copying it
     return f"{device.key}|{func.name}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
@@ -59,8 +59,8 @@ def cached_target(program: Program, device: Device, target: Target) -> Target:
     cache = load()
     if not cache:
         return target
-    found = {f.name: cache[kernel_key(device, f)] for f in program.functions
-             if kernel_key(device, f) in cache}
+    keys = {f.name: kernel_key(device, f) for f in program.functions}
+    found = {name: cache[key] for name, key in keys.items() if key in cache}
     if not found:
         return target
     blocks = tuple((name, entry[0], entry[1]) for name, entry in found.items())
