@@ -13,7 +13,6 @@ from the driver's or pyopencl's cache (``runtime/build.py``).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -128,9 +127,10 @@ def _after_passes(program: Program, check_bounds: bool = False,
     ``contracts``, each function's launch checks are put there and, without
     ``check_bounds``, the accesses the host cannot check get run-time guards (with it,
     every access is guarded and only the checks of group member indices are kept)."""
+    from tensorlang.ir.clone import clone_program
     from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
 
-    work = copy.deepcopy(program)
+    work = clone_program(program)
     pipeline = DEFAULT_PIPELINE
     if check_bounds:  # last: the loads and stores other passes create are marked too
         pipeline += ",check-bounds{guards=true}"

@@ -14,7 +14,6 @@ kernels never tuned use the cost model.
 
 from __future__ import annotations
 
-import copy
 import statistics
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import choose_plan
 from backend_opencl.exec.module import Module
 from tensorlang.diagnostics import LaunchError
+from tensorlang.ir.clone import clone_function
 from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
 from tensorlang.ir.types import GroupType, MemRefType, ScalarType
@@ -132,7 +132,7 @@ def tune(program: object, device: object = None, groups: int = 2000, size: int =
         for k, choice in enumerate(choices):
             target = replace(base, register_blocks=((func.name, choice[0], choice[1]),),
                              stage_transposed=bool(choice[2]) if transposed else None)
-            one = Program([copy.deepcopy(func)])
+            one = Program([clone_function(func)])
             module = compile_program(one, device=dev, target=target)
             launch = launch or _launchable(module, func, groups, size)
             if launch is None:
