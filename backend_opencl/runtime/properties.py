@@ -17,17 +17,28 @@ class ClDevice(Protocol):
     :func:`_get`); pyopencl is imported only under ``runtime/opencl/``."""
 
     @property
-    def extensions(self) -> str: ...
+    def extensions(self) -> str:
+        """The extension names, space-separated."""
+
     @property
-    def type(self) -> int: ...
+    def type(self) -> int:
+        """The ``CL_DEVICE_TYPE`` bits."""
+
     @property
-    def max_work_group_size(self) -> int: ...
+    def max_work_group_size(self) -> int:
+        """The most work-items of a work-group."""
+
     @property
-    def max_work_item_sizes(self) -> Sequence[int]: ...
+    def max_work_item_sizes(self) -> Sequence[int]:
+        """The most work-items in each dimension."""
+
     @property
-    def local_mem_size(self) -> int: ...
+    def local_mem_size(self) -> int:
+        """Local memory in bytes."""
+
     @property
-    def int_ptr(self) -> int: ...
+    def int_ptr(self) -> int:
+        """The ``cl_device_id`` as an integer (for ICD dispatch queries)."""
 
 
 class DeviceFacts(TypedDict):

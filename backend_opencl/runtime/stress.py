@@ -71,19 +71,22 @@ class _Queue(Protocol):
     ``runtime/opencl/``, which passes its module in)."""
 
     @property
-    def context(self) -> object: ...
+    def context(self) -> object:
+        """The queue's context."""
 
 
 class _Gate(Protocol):
     """A pyopencl user event."""
 
-    def set_status(self, status: int) -> None: ...
+    def set_status(self, status: int) -> None:
+        """Complete (or fail) the event."""
 
 
 class _Event(Protocol):
     """A pyopencl event."""
 
-    def wait(self) -> None: ...
+    def wait(self) -> None:
+        """Wait until the command is done."""
 
 
 class _Releaser:
