@@ -15,6 +15,7 @@ import tensorlang
 from tensorlang import CompileError
 from tensorlang.ir.ops import MATH_FNS, OPS, ArithOp, CmpCond
 from tensorlang.ir.types import SCALAR_TYPES, ScalarType
+from tests.tensorlang.strategies import programs
 
 TYPES = sorted(SCALAR_TYPES)
 ARGS = "%a: {t}, %b: {t}, %p: i1, %n: index, %v: memref<{t}x?>"
@@ -164,25 +165,9 @@ def _head(head: str, k: int) -> str:
     return head.format(k=k)
 
 
-def _random_programs() -> object:
-    """The tensor-language tests' random-program strategy (tests are not a package)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "tensorlang" / "strategies.py"
-    spec = importlib.util.spec_from_file_location("tensorlang_test_strategies", path)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return module.programs()
-
-
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
-@given(_random_programs())
+@given(programs())
 def test_random_programs_that_verify_build(program: tensorlang.Program) -> None:
     """A random program either fails verification or builds (a static out-of-bounds
     access is a diagnostic of the check-bounds pass, also a CompileError)."""

@@ -3,8 +3,6 @@ instruction, region or function with it, so passes on the copy leave the origina
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,18 +13,9 @@ from tensorlang.ir.clone import clone_program
 from tensorlang.ir.compare import first_difference
 from tensorlang.ir.core import Function, Instruction, Program, Region, Value
 from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
+from tests.tensorlang.strategies import programs
 
 INPUTS = sorted((Path(__file__).parent / "inputs").glob("*.tl"))
-
-
-def _strategies():  # the tests are not a package (pytest --import-mode=importlib)
-    path = Path(__file__).parent / "strategies.py"
-    spec = importlib.util.spec_from_file_location("tensorlang_test_strategies", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _objects(program: Program) -> set[int]:
@@ -77,7 +66,7 @@ def test_corpus_clones(path: Path) -> None:
 
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(_strategies().programs())
+@given(programs())
 def test_random_programs_clone(program: Program) -> None:
     _check(program)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,8 @@ from hypothesis import strategies as st
 import tensorlang
 from tensorlang.ir.compare import first_difference
 from tensorlang.syntax.parser import parse_program
+from tests.tensorlang.strategies import programs
 
-
-def _load_strategies():  # the tests are not a package (pytest --import-mode=importlib)
-    path = Path(__file__).parent / "strategies.py"
-    spec = importlib.util.spec_from_file_location("tensorlang_test_strategies", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-programs = _load_strategies().programs
 INPUTS = sorted((Path(__file__).parent / "inputs").glob("*.tl"))
 _SETTINGS = settings(max_examples=200, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
