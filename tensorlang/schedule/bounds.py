@@ -155,8 +155,8 @@ def facts(inst: Instruction, syms: Symbols, about: Iterable[str] | None = None) 
         found += _owner_facts(owner, owner.regions.index(child.parent), syms)
         child = owner
     if about is None:
-        return _all_of(tuple(found + _every_value_fact(syms)))
-    return _all_of(tuple(_bearing_on(found, set(about), syms)))
+        return _all_of(found + _every_value_fact(syms))
+    return _all_of(_bearing_on(found, set(about), syms))
 
 
 def _every_value_fact(syms: Symbols) -> list[str]:
@@ -200,7 +200,7 @@ def _bearing_on(found: list[str], about: set[str], syms: Symbols) -> list[str]:
             + [fact for name in sorted(values) for fact in values[name]])
 
 
-def _all_of(found: tuple[str, ...]) -> isl.Set:
+def _all_of(found: list[str]) -> isl.Set:
     """The parameter set where every fact of ``found`` holds.  Not cached: isl's
     operations count against the question's budget, and a verdict must not depend on
     which questions were asked before."""
@@ -221,8 +221,8 @@ def _fact_parameters(fact: str) -> frozenset[str]:
 
 
 def _known_value_facts(value: Value, syms: Symbols) -> list[str]:
-    """:func:`_value_facts`, once per value while no loop variable is bound (the facts
-    then depend on the value alone; every access of a function asks about them all)."""
+    """:func:`_value_facts`, worked out once per value while no loop variable is bound
+    (the facts then depend on the value alone, and many accesses ask about it)."""
     if syms.bound:
         return _value_facts(value, syms)
     known = syms.facts.get(value)
