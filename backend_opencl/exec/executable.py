@@ -15,7 +15,7 @@ through the module's checked kernel call.  Freed buffers go to a pool keyed as t
 runtime says (dtype and size, or bytes), from which later allocations are served; the pool
 outlives a call, so a warm call allocates nothing (except under ``POISON``, where every
 call starts from fresh, poisoned buffers).  Constants are uploaded once per executable.
-A runtime may run a plan without host loops as prepared frames instead
+A runtime may run a plan whose launches all bind directly as prepared frames instead
 (:meth:`PlanRuntime.frames`: OpenCL, :mod:`backend_opencl.runtime.opencl.frames`).
 
 What each runtime binds and how it returns results (host memory on CPU devices, arrays
@@ -101,17 +101,16 @@ class Executable:
         frames, runtime = self._frames, self.runtime
         run: Any = frames.take() if frames is not None else Run(self, self._take_pool())
         try:
-            for bid, arg in zip(self.plan.params, args, strict=True):
-                if arg is not None:  # None: a token
-                    runtime.bind(self, run, bid, arg, profiling, False)
-            hosts = [runtime.result_host(self, run, bid) if direct else None
-                     for bid, direct in zip(self.plan.results, self.in_place_results,
-                                            strict=True)]
+            hosts = self._bind(run, args, profiling)
             if frames is not None:
                 run.run(profiling)
             else:
                 run.steps(self._steps)
             out = runtime.collect(self, run, hosts, profiling)
+            if frames is not None and not run.settled():  # a bet lost: again, no bets
+                hosts = self._bind(run, args, profiling)
+                run.run(profiling, bets=False)
+                out = runtime.collect(self, run, hosts, profiling)
         except BaseException:
             runtime.abort()  # nothing in flight reads memory dropped below
             raise
@@ -124,13 +123,24 @@ class Executable:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
 
+    def _bind(self, run: Any, args: list[object], profiling: bool
+              ) -> list[np.ndarray | None]:
+        """Bind the arguments to ``run``; the host arrays of the results the kernels
+        write in place (None for the others)."""
+        runtime = self.runtime
+        for bid, arg in zip(self.plan.params, args, strict=True):
+            if arg is not None:  # None: a token
+                runtime.bind(self, run, bid, arg, profiling, False)
+        return [runtime.result_host(self, run, bid) if direct else None
+                for bid, direct in zip(self.plan.results, self.in_place_results, strict=True)]
+
     def dispatch(self, *arrays: object) -> tuple[object, ...]:
         """Call without waiting: enqueue the call's commands and return its results as
         ``DeviceArray`` s that stay on the device until read (see
         :mod:`backend_opencl.runtime.opencl.device_array`).  Arguments are taken as they
         are at the call (numpy arrays are copied before it returns).  A plan with host
-        loops or callbacks, which reads the device as it goes, and a runtime without
-        prepared frames run it as a plain call."""
+        loops, branches or callbacks waits for the device where it reads it; a runtime
+        without prepared frames runs it as a plain call."""
         args = self.check(arrays)
         if self._steps is None:
             self._resolve()

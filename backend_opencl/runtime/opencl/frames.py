@@ -1,9 +1,7 @@
-"""Prepared calls of a plan without host loops: buffers assigned once, kernel arguments set
-once.
+"""Prepared calls of a plan: buffers assigned once, kernel arguments set once.
 
-A plan whose steps are only launches of flat-buffer kernels, copies, frees and branches
-(``If``, ``Case``) of such steps (every benchmark program but the host loop of
-``while_collatz``) is resolved once into a :class:`Layout`: each buffer gets a *slot*
+A plan whose launches are all of flat-buffer kernels (every program whose kernels have
+no bounds guards) is resolved once into a :class:`Layout`: each buffer gets a *slot*
 (buffers whose lifetimes do not overlap share one when their dtype and size agree, as the
 executor's pool would have them share memory), and each step becomes an enqueue whose
 kernel arguments are known. A :class:`Frame` is one set of slot arrays with kernel
@@ -11,7 +9,19 @@ objects of its own whose arguments were set when the frame was made: a warm call
 frame, binds its parameters, enqueues the prepared launches (``clEnqueueNDRangeKernel``
 with prebuilt tuples, nothing allocated per launch) and gives the frame back after one
 wait. A branch reads its predicate back when the queue reaches it (waiting as
-:class:`launch.Spin` does) and enqueues the prepared steps of the branch taken.
+:class:`launch.Spin` does) and enqueues the prepared steps of the branch taken; a host
+loop (``While``) does the same with its condition's flag, and a host callback
+(``Callback``) reads its arguments once the commands before it have run and writes its
+results before the commands after it (:mod:`backend_opencl.exec.steps` says how both
+run; a frame is the run they are given).  Buffers used inside a loop, like those of
+branches, keep their slots until the plan frees them after it.
+
+A call bets on the decisions :mod:`backend_opencl.exec.speculation` names (error checks
+passing, loop kernels done in one launch): it enqueues the branch bet on without reading
+the predicate, whose buffer keeps its slot to the end of the call, and
+:meth:`Frame.settled` checks the predicates after the call's wait; the executor runs a
+call whose bet lost again without bets, and the frames no longer bet on that decision
+(``TLC_SPECULATE=0``: no bets).
 
 On CPU devices a call's enqueues are held behind a gate (a marker waiting for a user
 event) that opens once they are all queued, or before a predicate is read: otherwise
@@ -36,13 +46,16 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, SupportsInt
 
+import numpy as np
 import pyopencl as cl
 
+from backend_opencl.exec import speculation
+from backend_opencl.exec import steps as plan_steps
 from backend_opencl.exec.runtime import InFlight
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
-from tensorlang.plan import Case, Copy, Free, If, Launch, Plan, Step
+from tensorlang.plan import Callback, Case, Copy, Free, If, Launch, Plan, Step, While
 
 if TYPE_CHECKING:
     from backend_opencl.exec.module import Kernel
@@ -104,16 +117,34 @@ class FramedExecutable(Protocol):
     def constant(self, bid: int) -> buffers.PlanMemory:
         """The memory of constant buffer ``bid``."""
 
+    @property
+    def name(self) -> str:
+        """The executable's function name (for messages)."""
+
+    @property
+    def storage(self) -> list[np.dtype]:
+        """Each buffer's numpy dtype."""
+
+    @property
+    def host_callbacks(self) -> tuple[Callable[..., object], ...]:
+        """The functions the plan's ``Callback`` steps call, by index."""
+
 
 class Layout:
     """The slots of a framed plan's buffers (see :func:`framed`)."""
 
-    def __init__(self, plan: Plan, dynamic: frozenset[int], constants: frozenset[int]) -> None:
+    def __init__(self, plan: Plan, dynamic: frozenset[int], constants: frozenset[int],
+                 bets: Mapping[Step, speculation.Bet] | None = None) -> None:
         """``dynamic``: buffers bound per call (parameters, results bound in place);
-        ``constants``: buffers holding a constant (shared by all frames, never a slot)."""
+        ``constants``: buffers holding a constant (shared by all frames, never a slot);
+        ``bets``: the decisions a call bets on (:func:`speculation.bets`), whose
+        predicates keep their slots to the end of the call."""
         self.plan = plan
         self.dynamic = dynamic
         self.constants = constants
+        self.bets: Mapping[Step, speculation.Bet] = bets or {}
+        """The decisions a call bets on, by step."""
+        self._kept = {bet.pred for bet in self.bets.values()}
         self.slot_of: dict[int, int] = {}
         self.slot_bid: list[int] = []  # a buffer of each slot (its dtype and size)
         self.ok = True
@@ -127,7 +158,8 @@ class Layout:
         """Give every buffer a slot, replaying the plan's lifetimes (``Free`` returns a
         slot for reuse by a later buffer of the same dtype and size).  The branches of a
         step are replayed one after the other (their buffers never share a slot), and a
-        ``Free`` inside a branch frees nothing (the branch may not run)."""
+        ``Free`` inside a branch frees nothing (the branch may not run), nor does one in a
+        loop (the next iteration may use the buffer again)."""
         live: set[int] = set()
         free: dict[tuple[str, int], list[int]] = {}
 
@@ -160,10 +192,22 @@ class Layout:
                     take(step.pred if isinstance(step, If) else step.index)
                     for branch in _branches(step):
                         replay(branch, True)
+                elif isinstance(step, While):
+                    trips = step.trips
+                    for bound in (trips.start, trips.limit) if trips else ():
+                        if bound.buffer is not None:
+                            take(bound.buffer)
+                    replay(step.cond, True)
+                    take(step.pred)
+                    replay(step.body, True)
+                elif isinstance(step, Callback):
+                    for value in (*step.args, *step.results):
+                        if value is not None:
+                            take(value.buffer)
                 elif not nested:
                     assert isinstance(step, Free), step
                     for bid in step.buffers:
-                        if bid in live:
+                        if bid in live and bid not in self._kept:
                             live.discard(bid)
                             b = self.plan.buffers[bid]
                             free.setdefault((b.dtype, b.size), []).append(self.slot_of[bid])
@@ -181,9 +225,11 @@ def _branches(step: If | Case) -> tuple[tuple[Step, ...], ...]:
 
 def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
     """True when ``steps`` run as prepared frames: launches (each ``direct``: flat buffer
-    arguments only), copies, frees and branches of such steps; no host loops."""
-    return all(isinstance(s, (Copy, Free)) or isinstance(s, Launch) and direct(s)
+    arguments only), copies, frees, host callbacks, and branches and loops of such
+    steps."""
+    return all(isinstance(s, (Copy, Free, Callback)) or isinstance(s, Launch) and direct(s)
                or isinstance(s, (If, Case)) and all(framed(b, direct) for b in _branches(s))
+               or isinstance(s, While) and framed(s.cond, direct) and framed(s.body, direct)
                for s in steps)
 
 
@@ -191,10 +237,18 @@ class Frame(InFlight[cl.Event]):
     """One call's buffers and prepared enqueues (see the module docstring); it stands
     where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
-    def __init__(self, exe: FramedExecutable, layout: Layout) -> None:
+    def __init__(self, exe: FramedExecutable, layout: Layout,
+                 lost: set[int] | None = None) -> None:
+        """``lost``: the bets (their numbers) no longer placed (shared by an
+        executable's frames)."""
         super().__init__()
         self.exe = exe
         self.layout = layout
+        self.lost = set() if lost is None else lost
+        self.betting = False
+        """Whether this call bets."""
+        self.placed: list[speculation.Bet] = []
+        """This call's bets."""
         self.queue = exe.device.queue
         self.slots: list[buffers.PlanMemory | None] = [None] * len(layout.slot_bid)
         for slot in layout.eager:
@@ -235,20 +289,89 @@ class Frame(InFlight[cl.Event]):
             elif isinstance(step, (If, Case)):
                 ops.append(self._branch(step))
                 labels.append("")
+            elif isinstance(step, While):
+                ops.append(self._loop(step))
+                labels.append("")
+            elif isinstance(step, Callback):
+                exe = self.exe
+                call = plan_steps.callback(step, exe.plan, exe.storage, exe.host_callbacks,
+                                           exe.name)
+                ops.append(functools.partial(call, self))
+                labels.append("")
         return ops, labels
 
+    def _loop(self, step: While) -> Op:
+        """The op of a host loop (run as :mod:`backend_opencl.exec.steps` runs one, on
+        this frame): its condition's and body's prepared steps."""
+        cond, body = self._prepare(step.cond), self._prepare(step.body)
+
+        def run_cond(frame: Frame) -> None:
+            frame._steps(*cond)
+
+        def run_body(frame: Frame) -> None:
+            frame._steps(*body)
+
+        loop = plan_steps.while_loop((run_cond,), step.pred, (run_body,))
+        if step.trips is not None:
+            loop = plan_steps.counted(step.trips, (run_body,), loop)
+        bet = self.layout.bets.get(step)
+        if bet is None:
+            return functools.partial(loop, self)
+
+        def run_bet() -> None:
+            if self.betting and bet.number not in self.lost:
+                run_cond(self)  # once: the bet is that the loop is done
+                self._bets(bet)
+            else:
+                loop(self)
+        return run_bet
+
     def _branch(self, step: If | Case) -> Op:
-        """The op of a branch: read the predicate, enqueue the steps of the branch taken."""
+        """The op of a branch: read the predicate, enqueue the steps of the branch taken
+        (or, betting, those of the branch bet on)."""
         branches = [self._prepare(b) for b in _branches(step)]
         if isinstance(step, If):
             pred, then, otherwise = step.pred, branches[0], branches[1]
-            return lambda: self._steps(*(then if self.scalar(pred) else otherwise))
-        index, last = step.index, len(branches) - 1
 
-        def run_case() -> None:
-            i = int(self.scalar(index))
-            self._steps(*branches[i if 0 <= i <= last else last])
-        return run_case
+            def decide() -> None:
+                self._steps(*(then if self.scalar(pred) else otherwise))
+        else:
+            index, last = step.index, len(branches) - 1
+
+            def decide() -> None:
+                i = int(self.scalar(index))
+                self._steps(*branches[i if 0 <= i <= last else last])
+        bet = self.layout.bets.get(step)
+        if bet is None:
+            return decide
+        expected = branches[bet.expected]
+
+        def run_bet() -> None:
+            if self._bets(bet):
+                self._steps(*expected)
+            else:
+                decide()
+        return run_bet
+
+    def _bets(self, bet: speculation.Bet) -> bool:
+        """Whether this call bets on ``bet`` (noted if so)."""
+        if not self.betting or bet.number in self.lost:
+            return False
+        self.placed.append(bet)
+        return True
+
+    def settled(self) -> bool:
+        """After the call's wait: whether every bet it placed won (a lost one is not
+        placed again)."""
+        placed, self.placed = self.placed, []
+        won = True
+        for bet in placed:
+            value = launch.read_back(self.queue, self.get(bet.pred), 1, self.last,
+                                     self.exe.runtime.pred_spin)[0]
+            if not bet.won(value):
+                self.lost.add(bet.number)
+                won = False
+        return won
 
     def _launch(self, step: Launch) -> Op:
         """A kernel object of this frame for ``step``, its static arguments set."""
@@ -280,22 +403,40 @@ class Frame(InFlight[cl.Event]):
 
     def scalar(self, bid: int) -> SupportsInt:
         """The element of one-element buffer ``bid`` once the commands before are done."""
+        return self.read(bid, 1)[0]
+
+    def read(self, bid: int, n: int | None = None) -> np.ndarray:
+        """A copy of buffer ``bid``'s first ``n`` elements (default: all), flat, once the
+        commands before are done."""
         self._open()
-        arr = self.get(bid)
-        if isinstance(arr, buffers.HostArray):
-            launch.finish(self.queue, self.last, self.exe.runtime.pred_spin)
-            return arr.host[0]
-        return buffers.download(arr, 1)[0]
+        size = self.exe.plan.buffers[bid].size if n is None else n
+        return launch.read_back(self.queue, self.get(bid), size, self.last,
+                                self.exe.runtime.pred_spin)
+
+    def write(self, bid: int, flat: np.ndarray) -> None:
+        """Make buffer ``bid`` hold ``flat`` for the commands enqueued after."""
+        self._open()
+        self.transfer(launch.write_back(self.queue, self.get(bid), flat, self.last,
+                                        self.exe.runtime.pred_spin))
+
+    def steps(self, fns: tuple[Callable[[Frame], None], ...]) -> None:
+        """Run step functions on this frame in order (:mod:`backend_opencl.exec.steps`)."""
+        for fn in fns:
+            fn(self)
+
+    def free(self, bids: tuple[int, ...]) -> None:
+        """Nothing: a frame's buffers keep their slots (:class:`Layout`)."""
 
     def borrow(self, bid: int, arr: buffers.PlanMemory) -> None:
         """Make ``arr`` (the caller's memory or a fresh result array) buffer ``bid``."""
         self.cur[bid] = arr
 
 
-    def run(self, profiling: bool, gated: bool = True) -> None:
+    def run(self, profiling: bool, gated: bool = True, bets: bool = True) -> None:
         """Set the per-call kernel arguments (those that changed) and enqueue every step
         (no waiting); ``gated``: behind the gate when the device wants one (a call that
-        waits; one that does not lets the device start at once)."""
+        waits; one that does not lets the device start at once); ``bets``: bet on the
+        layout's decisions (a call that waits and checks them, :meth:`settled`)."""
         bound = self.bound
         for bid, uses in self.uses.items():
             if uses:
@@ -306,6 +447,8 @@ class Frame(InFlight[cl.Event]):
                     bound[bid] = buf
         self.profiling = profiling
         self.gating = gated and self.gated
+        self.betting = bets and bool(self.layout.bets)
+        self.placed.clear()
         try:
             self._steps(self.ops, self.labels)
         finally:
@@ -351,6 +494,7 @@ class Frame(InFlight[cl.Event]):
                 bound[bid] = None
             cur[bid] = arr
         self.keep.clear()
+        self.placed.clear()
         self.last = None
 
 
@@ -382,11 +526,13 @@ class Frames:
         """Frames given back: appended without a lock (also from finalisers)."""
         self._free: list[Frame] = []  # oldest first; only under _lock
         self._lock = threading.Lock()
+        self.lost: set[int] = set()
+        """The bets (their numbers) that lost once: no frame places them again."""
 
     def take(self) -> Frame:
         """A frame no other call is using, its earlier commands done."""
         if self.fresh():
-            return Frame(self.exe, self.layout)
+            return Frame(self.exe, self.layout, self.lost)
         with self._lock:
             free, returned = self._free, self._returned
             while returned:
@@ -396,7 +542,7 @@ class Frames:
                     del free[i]
                     return _idle(frame)
             if len(free) < self.MAX_PENDING:
-                return Frame(self.exe, self.layout)
+                return Frame(self.exe, self.layout, self.lost)
             frame = free.pop(0)
         launch.finish(frame.queue, frame.pending, frame.exe.runtime.pred_spin)
         return _idle(frame)

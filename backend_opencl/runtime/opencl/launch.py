@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyopencl as cl
 from pyopencl.typing import KernelArg
 
 from backend_opencl.runtime import profile
-from backend_opencl.runtime.opencl import memory
+from backend_opencl.runtime.opencl import buffers, memory
 from backend_opencl.runtime.opencl.buffers import BufferMemory
 
 
@@ -129,3 +130,27 @@ def finish(queue: cl.CommandQueue, last: cl.Event | None = None, spin: Spin | No
         spin.wait(last)
     else:
         last.wait()
+
+
+def read_back(queue: cl.CommandQueue, arr: buffers.PlanMemory, n: int,
+              last: cl.Event | None, spin: Spin) -> np.ndarray:
+    """A copy of plan memory ``arr``'s first ``n`` elements once the commands before
+    have run: host memory after waiting for ``last`` (polled as ``spin`` says), device
+    memory by a blocking read on the in-order ``queue``."""
+    if isinstance(arr, buffers.HostArray):
+        finish(queue, last, spin)
+        return arr.host[:n].copy()
+    return buffers.download(arr, n)
+
+
+def write_back(queue: cl.CommandQueue, arr: buffers.PlanMemory, flat: np.ndarray,
+               last: cl.Event | None, spin: Spin) -> cl.Event | None:
+    """Make plan memory ``arr`` hold ``flat`` for the commands enqueued after: host
+    memory is filled once the commands before (which may use it) have run; device memory
+    gets a copy without waiting, whose event is returned (``flat`` must live until it
+    has run)."""
+    if isinstance(arr, buffers.HostArray):
+        finish(queue, last, spin)
+        arr.fill(flat)
+        return None
+    return buffers.write(arr, flat)

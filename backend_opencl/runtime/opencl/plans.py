@@ -19,22 +19,23 @@ copied to pooled device buffers without waiting and results read back without bl
 device: used in place when the plan does not write them, else copied device-to-device;
 so do :class:`DeviceArray` results of this device.
 
-A plan without host loops (launches of flat-buffer kernels, copies, frees and branches of
-such steps: most programs) runs as prepared frames (:mod:`.frames`): buffers assigned and
-kernel arguments set once, a warm call only binds its parameters and enqueues; such a
-plan can also be called without waiting (:meth:`OpenCLPlans.dispatch`).
+A plan whose launches all bind flat buffers (no bounds guards: most programs; host loops,
+branches and callbacks included) runs as prepared frames (:mod:`.frames`): buffers
+assigned and kernel arguments set once, a warm call only binds its parameters and
+enqueues; such a plan can also be called without waiting (:meth:`OpenCLPlans.dispatch`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from backend_opencl.exec import runtime
+from backend_opencl.exec import runtime, speculation, steps
 from backend_opencl.exec.runtime import Kernel, Module
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch, memory
@@ -44,6 +45,9 @@ from backend_opencl.runtime.opencl.frames import Frame, FramedExecutable, Frames
 from backend_opencl.runtime.opencl.kernels import OpenCLBuilt, max_allocation
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
+
+if TYPE_CHECKING:
+    from backend_opencl.exec.module import KernelTable
 
 IN_PLACE_BYTES = 1 << 16
 """Smallest argument or result bound in place: on PoCL a ``USE_HOST_PTR`` buffer costs
@@ -77,8 +81,8 @@ class OpenCLPlans:
 
     def frames(self, exe: Executable, direct: Callable[[Launch], bool]
                ) -> Frames | None:
-        """The frames of a plan without host loops (None: the plan has a host loop or a
-        launch that needs the checked kernel call)."""
+        """The frames of a plan (None: a launch of the plan needs the checked kernel
+        call)."""
         plan = exe.plan
         if not framed(plan.steps, direct):
             return None
@@ -86,7 +90,10 @@ class OpenCLPlans:
                                             zip(plan.results, exe.in_place_results,
                                                 strict=True) if direct_result}
         constants = frozenset(bid for bid, b in enumerate(plan.buffers) if b.init is not None)
-        layout = Layout(plan, dynamic, constants)
+        module = cast("KernelTable | None", exe.module)  # None: a plan without launches
+        bets = speculation.bets(plan.steps, lambda s: steps.written_buffers((s,), module)) \
+            if os.environ.get(speculation.ENV) != "0" else {}
+        layout = Layout(plan, dynamic, constants, bets)
         if not layout.ok:
             return None
         # its runtime is this one (its device this one's), its module built by OpenCLKernels
@@ -233,20 +240,12 @@ class OpenCLPlans:
     def read(self, exe: Executable, run: Run, bid: int, n: int) -> np.ndarray:
         """Host memory: after waiting for the last command, polling as
         :class:`launch.Spin` does; device memory: a blocking read on the in-order queue."""
-        arr = run.get(bid)
-        if isinstance(arr, buffers.HostArray):
-            launch.finish(self.queue, run.last, self.pred_spin)
-            return arr.host[:n].copy()
-        return buffers.download(arr, n)
+        return launch.read_back(self.queue, run.get(bid), n, run.last, self.pred_spin)
 
     def write(self, exe: Executable, run: Run, bid: int, flat: np.ndarray) -> None:
         """Host memory: written once the commands before, which may use it, have run."""
-        arr = run.get(bid)
-        if isinstance(arr, buffers.HostArray):
-            launch.finish(self.queue, run.last, self.pred_spin)
-            arr.fill(flat)
-        else:
-            run.transfer(buffers.write(arr, flat))
+        run.transfer(launch.write_back(self.queue, run.get(bid), flat, run.last,
+                                       self.pred_spin))
 
     def collect(self, exe: Executable, run: Run, hosts: Sequence[np.ndarray | None],
                 profiling: bool) -> tuple[np.ndarray | None, ...]:
@@ -294,7 +293,7 @@ class OpenCLPlans:
             for bid, direct in zip(exe.plan.results, exe.in_place_results, strict=True):
                 if direct:
                     self.result_host(exe, run, bid)
-            run.run(False, gated=False)
+            run.run(False, gated=False, bets=False)
             return self._device_results(exe, run, args, frames)
         except BaseException:
             self.queue.finish()
@@ -311,7 +310,7 @@ class OpenCLPlans:
                                       exe.result_dtypes, strict=True):
             if dtype is None:
                 outs.append(None)
-            elif bid in plan.params:  # the argument itself
+            elif bid in plan.params and bid not in exe.written:  # the argument itself
                 arg = args[plan.params.index(bid)]
                 host = arg.get() if memory.is_device_array(arg) else arg
                 outs.append(arg if isinstance(arg, DeviceArray)
