@@ -18,7 +18,10 @@ jnp = pytest.importorskip("jax.numpy")
 tlc_jax = pytest.importorskip("tlc.jax")
 from jax.experimental import io_callback  # noqa: E402
 
+import frontend  # noqa: E402
+from frontend.lower import lower_function  # noqa: E402
 from tensorlang.diagnostics import CallbackError  # noqa: E402
+from tensorlang.plan import Case, If  # noqa: E402
 
 
 def _random(*shape: int, seed: int = 0) -> np.ndarray:
@@ -288,6 +291,46 @@ def test_equinox_error_if() -> None:
     assert "equinox" in type(info.value).__module__
     x = -np.abs(_random(3, seed=18))
     _same(tlc_jax.jit(f)(x), jax.jit(f)(x))
+
+
+def test_equinox_error_if_passing_then_failing_then_passing() -> None:
+    """One compiled function: passing checks are bet on (no callback, no read of the
+    device), a failing call still raises equinox's error, later calls stay right."""
+    eqx = pytest.importorskip("equinox")
+
+    def f(x: Any, limit: Any) -> Any:
+        y = jnp.tanh(x) * 3
+        return eqx.error_if(y + 1, y.sum() > limit, "too large")
+
+    compiled, x = tlc_jax.jit(f), _random(64, seed=20)
+    for limit in (1e3, 1e4):
+        _same(compiled(x, np.float32(limit)), jax.jit(f)(x, np.float32(limit)), rtol=1e-6)
+    with pytest.raises(Exception, match="too large"):
+        compiled(np.abs(x), np.float32(1.0))
+    _same(compiled(x, np.float32(1e3)), jax.jit(f)(x, np.float32(1e3)), rtol=1e-6)
+
+
+def test_diffrax_checks_of_static_arguments_fold_away() -> None:
+    """diffrax checks its static arguments (t0 != t1, save times increasing and inside
+    [t0, t1]) with host branches on constants: decided when compiling, the plan keeps
+    only the check of the solve's result (and the loop kernel's flag)."""
+    diffrax = pytest.importorskip("diffrax")
+
+    def solve(y0: Any) -> Any:
+        term = diffrax.ODETerm(lambda t, y, args: -y + jnp.cos(t))
+        sol = diffrax.diffeqsolve(
+            term, diffrax.Tsit5(), t0=0.0, t1=1.0, dt0=0.1, y0=y0,
+            stepsize_controller=diffrax.PIDController(rtol=1e-5, atol=1e-6),
+            saveat=diffrax.SaveAt(ts=jnp.linspace(0, 1, 6)))
+        return sol.ys
+
+    y0 = _random(4, seed=21)
+    text = jax.jit(solve).lower(y0).as_text()
+    plan = lower_function(frontend.parse(text), host_callbacks=16).plan
+    branches = [s for s in plan.steps if isinstance(s, (If, Case))]
+    assert len(branches) <= 1 and text.count('"stablehlo.case"') >= 3
+    np.testing.assert_allclose(tlc_jax.jit(solve)(y0), jax.jit(solve)(y0), rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_diffrax_default_solve() -> None:
