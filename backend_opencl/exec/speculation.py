@@ -20,7 +20,9 @@ not bet on again.  A betting call has no effect the caller can see: it runs
 no callback (bets are placed only in plans whose every callback sits in a branch bet
 against, and never inside loops), it binds the arguments afresh when it runs again, and
 its kernels write no memory out of bounds whatever the values (bounds guards and checked
-launches do not depend on a bet).  The runtime places the bets
+launches do not depend on a bet).  It also ends: a plan with a host loop whose trip count
+is not a constant places no bets, since after a lost bet (an error check that failed)
+such a loop could run on values the program never meant it to see.  The runtime places the bets
 (:mod:`backend_opencl.runtime.opencl.frames`).
 """
 
@@ -109,6 +111,8 @@ def _place(steps: tuple[Step, ...], found: dict[Step, Bet]) -> bool:
                 return False
             if step.trips is None and _relaunch(step):
                 found[step] = Bet(step, step.pred, 0, len(found))
+            elif step.trips is None or step.trips.known() is None:
+                return False  # after a lost bet its trips could be any number
     return True
 
 

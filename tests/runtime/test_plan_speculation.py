@@ -15,7 +15,18 @@ import backend_opencl
 from backend_opencl.exec import executable, speculation
 from backend_opencl.runtime.opencl import frames
 from frontend.lower.families.control import device_loop
-from tensorlang.plan import Buffer, Callback, Case, Free, HostValue, Launch, Plan, While
+from tensorlang.plan import (
+    Bound,
+    Buffer,
+    Callback,
+    Case,
+    Free,
+    HostValue,
+    Launch,
+    Plan,
+    TripCount,
+    While,
+)
 from tests.lowering.test_executor_io import call_concurrently
 
 RNG = np.random.default_rng(47)
@@ -203,11 +214,20 @@ def test_no_bet_on_a_predicate_written_after_the_decision() -> None:
 def test_loops_are_bet_only_when_they_are_a_loop_kernel() -> None:
     kernel_loop = While((Launch("loop", (0, 2), 1),), 2, ())
     relaunch = While((), 2, (Launch("again", (0, 2), 1),))
-    host_loop = While((Launch("c", (0, 2), 1),), 2, (Launch("b", (0, 1), 1),))
-    found = speculation.bets((kernel_loop, relaunch, host_loop), lambda s: frozenset())
+    found = speculation.bets((kernel_loop, relaunch), lambda s: frozenset())
     assert set(found) == {kernel_loop, relaunch}
     assert not speculation.bets((While((Launch("c", (0, 2), 1),), 2, (_quiet_check(2),)),),
                                 lambda s: frozenset())  # a callback in a loop: no bets
+
+
+def test_a_host_loop_of_unknown_trips_turns_bets_off() -> None:
+    """After a lost bet the loop would run on values the program never meant it to see,
+    perhaps forever: no bets; a loop of a constant trip count keeps them."""
+    host_loop = While((Launch("c", (0, 2), 1),), 2, (Launch("b", (0, 1), 1),))
+    assert speculation.bets((_quiet_check(3), host_loop), lambda s: frozenset()) == {}
+    counted = While((), 2, (Launch("b", (0, 1), 1),),
+                    TripCount(Bound(0), Bound(5), 1, "LT", 32, True))
+    assert len(speculation.bets((_quiet_check(3), counted), lambda s: frozenset())) == 1
 
 
 def test_a_bet_predicate_keeps_its_slot_to_the_end() -> None:
