@@ -202,17 +202,14 @@ def step_buffers(step: Step) -> set[int]:
         return set()
     if isinstance(step, Callback):
         return step.buffers
-    nested: list[tuple[Step, ...]]
     if isinstance(step, While):
-        nested, own = [step.cond, step.body], {step.pred}
+        own = {step.pred}
         if step.trips is not None:
             own |= {b.buffer for b in (step.trips.start, step.trips.limit)
                     if b.buffer is not None}
-    elif isinstance(step, If):
-        nested, own = [step.then, step.otherwise], {step.pred}
     else:
-        nested, own = list(step.branches), {step.index}
-    for steps in nested:
+        own = {step.pred if isinstance(step, If) else step.index}
+    for steps in nested(step):
         for s in steps:
             own |= step_buffers(s)
     return own
@@ -314,6 +311,18 @@ def kernels_renamed(steps: tuple[Step, ...] | list[Step],
         return with_nested(step, lambda inner: kernels_renamed(inner, names))
 
     return tuple(one(s) for s in steps) if names else tuple(steps)
+
+
+def nested(step: Step) -> tuple[tuple[Step, ...], ...]:
+    """The sequences of steps nested in ``step``, in program order: a ``While``'s
+    condition and body, an ``If``'s branches, a ``Case``'s; none for other steps."""
+    if isinstance(step, While):
+        return (step.cond, step.body)
+    if isinstance(step, If):
+        return (step.then, step.otherwise)
+    if isinstance(step, Case):
+        return step.branches
+    return ()
 
 
 def with_nested(step: Step, rewrite: Callable[[tuple[Step, ...]], tuple[Step, ...]]) -> Step:

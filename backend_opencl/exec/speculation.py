@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import SupportsInt
 
-from tensorlang.plan import Callback, Case, Copy, If, Launch, Step, While
+from tensorlang.plan import Callback, Case, Copy, If, Launch, Step, While, nested
 
 ENV = "TLC_SPECULATE"
 """Set to 0 to read every host decision when the queue reaches it (no bets)."""
@@ -77,12 +77,8 @@ def bets(steps: tuple[Step, ...], writes: Callable[[Step], frozenset[int]]
             if isinstance(step, (Launch, Copy, Callback)):
                 for bid in writes(step):
                     spoiled.update(passed.get(bid, ()))
-            elif isinstance(step, If):
-                walk(step.then + step.otherwise)
-            elif isinstance(step, Case):
-                walk(tuple(s for b in step.branches for s in b))
-            elif isinstance(step, While):
-                walk(step.cond + step.body)
+            for sequence in nested(step):
+                walk(sequence)
             if step in found:
                 passed.setdefault(found[step].pred, []).append(step)
 
@@ -97,7 +93,7 @@ def _place(steps: tuple[Step, ...], found: dict[Step, Bet]) -> bool:
         if isinstance(step, Callback):
             return False
         if isinstance(step, (If, Case)):
-            branches = (step.then, step.otherwise) if isinstance(step, If) else step.branches
+            branches = nested(step)
             quiet = [b for b in branches if not _calls(b)]
             if len(branches) > 1 and len(quiet) == 1:
                 expected = branches.index(quiet[0])
@@ -107,7 +103,7 @@ def _place(steps: tuple[Step, ...], found: dict[Step, Bet]) -> bool:
             if not all(_place(b, found) for b in branches):
                 return False
         elif isinstance(step, While):
-            if _calls(step.cond) or _calls(step.body):
+            if _calls((step,)):
                 return False
             if step.trips is None and _relaunch(step):
                 found[step] = Bet(step, step.pred, 0, len(found))
@@ -118,16 +114,8 @@ def _place(steps: tuple[Step, ...], found: dict[Step, Bet]) -> bool:
 
 def _calls(steps: tuple[Step, ...]) -> bool:
     """Whether ``steps`` (nested ones too) may call the host."""
-    for step in steps:
-        if isinstance(step, Callback):
-            return True
-        if isinstance(step, If) and (_calls(step.then) or _calls(step.otherwise)):
-            return True
-        if isinstance(step, Case) and any(_calls(b) for b in step.branches):
-            return True
-        if isinstance(step, While) and (_calls(step.cond) or _calls(step.body)):
-            return True
-    return False
+    return any(isinstance(step, Callback) or any(_calls(inner) for inner in nested(step))
+               for step in steps)
 
 
 def _relaunch(step: While) -> bool:

@@ -44,6 +44,7 @@ from tensorlang.plan import (
     Step,
     TripCount,
     While,
+    nested,
     step_buffers,
 )
 
@@ -228,13 +229,9 @@ def written_buffers(steps: tuple[Step, ...], module: KernelTable | None) -> froz
             out |= {b for i, b in enumerate(step.args) if i in written}
         elif isinstance(step, Copy):
             out.add(step.dst)
-        elif isinstance(step, While):
-            out |= written_buffers(step.cond, module) | written_buffers(step.body, module)
-        elif isinstance(step, If):
-            out |= written_buffers(step.then, module) | written_buffers(step.otherwise, module)
-        elif isinstance(step, Case):
-            for branch in step.branches:
-                out |= written_buffers(branch, module)
+        elif isinstance(step, (While, If, Case)):
+            for inner in nested(step):
+                out |= written_buffers(inner, module)
         elif isinstance(step, Callback):
             out |= {r.buffer for r in step.results if r is not None}
         elif not isinstance(step, Free):

@@ -55,7 +55,7 @@ from backend_opencl.exec.runtime import InFlight
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
-from tensorlang.plan import Callback, Case, Copy, Free, If, Launch, Plan, Step, While
+from tensorlang.plan import Callback, Case, Copy, Free, If, Launch, Plan, Step, While, nested
 
 if TYPE_CHECKING:
     from backend_opencl.exec.module import Kernel
@@ -180,7 +180,7 @@ class Layout:
                 self.slot_bid.append(bid)
             live.add(bid)
 
-        def replay(steps: tuple[Step, ...], nested: bool) -> None:
+        def replay(steps: tuple[Step, ...], inside: bool) -> None:
             for step in steps:
                 if isinstance(step, Launch):
                     for bid in step.args:
@@ -190,7 +190,7 @@ class Layout:
                     take(step.dst)
                 elif isinstance(step, (If, Case)):
                     take(step.pred if isinstance(step, If) else step.index)
-                    for branch in _branches(step):
+                    for branch in nested(step):
                         replay(branch, True)
                 elif isinstance(step, While):
                     trips = step.trips
@@ -204,7 +204,7 @@ class Layout:
                     for value in (*step.args, *step.results):
                         if value is not None:
                             take(value.buffer)
-                elif not nested:
+                elif not inside:
                     assert isinstance(step, Free), step
                     for bid in step.buffers:
                         if bid in live and bid not in self._kept:
@@ -219,17 +219,13 @@ class Layout:
             take(bid)
 
 
-def _branches(step: If | Case) -> tuple[tuple[Step, ...], ...]:
-    return (step.then, step.otherwise) if isinstance(step, If) else step.branches
-
-
 def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
     """True when ``steps`` run as prepared frames: launches (each ``direct``: flat buffer
     arguments only), copies, frees, host callbacks, and branches and loops of such
     steps."""
     return all(isinstance(s, (Copy, Free, Callback)) or isinstance(s, Launch) and direct(s)
-               or isinstance(s, (If, Case)) and all(framed(b, direct) for b in _branches(s))
-               or isinstance(s, While) and framed(s.cond, direct) and framed(s.body, direct)
+               or isinstance(s, (If, Case, While))
+               and all(framed(inner, direct) for inner in nested(s))
                for s in steps)
 
 
@@ -329,7 +325,7 @@ class Frame(InFlight[cl.Event]):
     def _branch(self, step: If | Case) -> Op:
         """The op of a branch: read the predicate, enqueue the steps of the branch taken
         (or, betting, those of the branch bet on)."""
-        branches = [self._prepare(b) for b in _branches(step)]
+        branches = [self._prepare(b) for b in nested(step)]
         if isinstance(step, If):
             pred, then, otherwise = step.pred, branches[0], branches[1]
 
