@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
+from typing import SupportsInt
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ def step_buffers(step: Step) -> set[int]:
             own |= {b.buffer for b in (step.trips.start, step.trips.limit)
                     if b.buffer is not None}
     else:
-        own = {step.pred if isinstance(step, If) else step.index}
+        own = {decider(step)}
     for steps in nested(step):
         for s in steps:
             own |= step_buffers(s)
@@ -323,6 +324,23 @@ def nested(step: Step) -> tuple[tuple[Step, ...], ...]:
     if isinstance(step, Case):
         return step.branches
     return ()
+
+
+def decider(step: If | Case) -> int:
+    """The buffer whose one element decides a branch: an ``If``'s predicate, a
+    ``Case``'s index."""
+    return step.pred if isinstance(step, If) else step.index
+
+
+def taken(step: If | Case, value: SupportsInt) -> int:
+    """The branch (its place in :func:`nested`) that ``value``, the element of
+    :func:`decider`, takes: an ``If``'s ``then`` (0) when non-zero, else ``otherwise``
+    (1); a ``Case``'s branch ``value``, the last one when out of range (as StableHLO's
+    ``case`` says)."""
+    i = int(value)
+    if isinstance(step, If):
+        return 0 if i else 1
+    return i if 0 <= i < len(step.branches) else len(step.branches) - 1
 
 
 def with_nested(step: Step, rewrite: Callable[[tuple[Step, ...]], tuple[Step, ...]]) -> Step:

@@ -101,16 +101,15 @@ class Executable:
         frames, runtime = self._frames, self.runtime
         run: Any = frames.take() if frames is not None else Run(self, self._take_pool())
         try:
-            hosts = self._bind(run, args, profiling)
-            if frames is not None:
-                run.run(profiling)
-            else:
-                run.steps(self._steps)
-            out = runtime.collect(self, run, hosts, profiling)
-            if frames is not None and not run.settled():  # a bet lost: again, no bets
+            for bets in (True, False):  # a frame whose bet lost runs again without bets
                 hosts = self._bind(run, args, profiling)
-                run.run(profiling, bets=False)
+                if frames is None:
+                    run.steps(self._steps)
+                else:
+                    run.run(profiling, bets=bets)
                 out = runtime.collect(self, run, hosts, profiling)
+                if frames is None or run.settled():
+                    break
         except BaseException:
             runtime.abort()  # nothing in flight reads memory dropped below
             raise

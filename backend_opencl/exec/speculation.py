@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import SupportsInt
 
-from tensorlang.plan import Callback, Case, Copy, If, Launch, Step, While, nested
+from tensorlang.plan import Callback, Case, Copy, If, Launch, Step, While, decider, nested, taken
 
 ENV = "TLC_SPECULATE"
 """Set to 0 to read every host decision when the queue reaches it (no bets)."""
@@ -55,10 +55,7 @@ class Bet:
         step = self.step
         if isinstance(step, While):
             return not int(value)
-        if isinstance(step, If):
-            return (0 if int(value) else 1) == self.expected
-        i, n = int(value), len(step.branches)
-        return (i if 0 <= i < n else n - 1) == self.expected
+        return taken(step, value) == self.expected
 
 
 def bets(steps: tuple[Step, ...], writes: Callable[[Step], frozenset[int]]
@@ -96,9 +93,7 @@ def _place(steps: tuple[Step, ...], found: dict[Step, Bet]) -> bool:
             branches = nested(step)
             quiet = [b for b in branches if not _calls(b)]
             if len(branches) > 1 and len(quiet) == 1:
-                expected = branches.index(quiet[0])
-                pred = step.pred if isinstance(step, If) else step.index
-                found[step] = Bet(step, pred, expected, len(found))
+                found[step] = Bet(step, decider(step), branches.index(quiet[0]), len(found))
                 branches = (quiet[0],)
             if not all(_place(b, found) for b in branches):
                 return False

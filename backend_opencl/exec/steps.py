@@ -44,8 +44,10 @@ from tensorlang.plan import (
     Step,
     TripCount,
     While,
+    decider,
     nested,
     step_buffers,
+    taken,
 )
 
 if TYPE_CHECKING:
@@ -92,11 +94,8 @@ def control_step(step: Step, resolve: Resolve[RunT]) -> StepFn[RunT] | None:
         body = steps(step.body)
         loop = while_loop(steps(step.cond), step.pred, body)
         return loop if step.trips is None else counted(step.trips, body, loop)
-    if isinstance(step, If):
-        then, otherwise, pred = steps(step.then), steps(step.otherwise), step.pred
-        return lambda run: run.steps(then if run.scalar(pred) else otherwise)
-    if isinstance(step, Case):
-        return case(step.index, tuple(steps(b) for b in step.branches))
+    if isinstance(step, (If, Case)):
+        return branch(step, tuple(steps(b) for b in nested(step)))
     return None
 
 
@@ -111,13 +110,14 @@ def while_loop(cond: tuple[StepFn[RunT], ...], pred: int, body: tuple[StepFn[Run
     return run_while
 
 
-def case(index: int, branches: tuple[tuple[StepFn[RunT], ...], ...]) -> StepFn[RunT]:
-    """A host ``case``: the branch ``index`` names (the last one when out of range, as
-    StableHLO's ``case`` says)."""
-    def run_case(run: RunT) -> None:
-        i = int(run.scalar(index))
-        run.steps(branches[i] if 0 <= i < len(branches) else branches[-1])
-    return run_case
+def branch(step: If | Case, branches: tuple[tuple[StepFn[RunT], ...], ...]) -> StepFn[RunT]:
+    """A host ``if`` or ``case``: the branch its predicate or index takes
+    (:func:`tensorlang.plan.taken`)."""
+    pred = decider(step)
+
+    def run_branch(run: RunT) -> None:
+        run.steps(branches[taken(step, run.scalar(pred))])
+    return run_branch
 
 
 def counted(trips: TripCount, body: tuple[StepFn[RunT], ...], fallback: StepFn[RunT]

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import backend_opencl
 from backend_opencl.exec import executable
 from backend_opencl.runtime.opencl import frames
 from frontend.lower.families.control import device_loop
 from tensorlang.plan import Buffer, Callback, Free, HostValue, Launch, Plan, While
 from tests.lowering.test_executor_io import call_concurrently
+from tests.runtime.test_plan_frames import _fresh
 
 RNG = np.random.default_rng(41)
 V = "tensor<256xf32>"
@@ -85,16 +85,11 @@ def host_loops(monkeypatch: pytest.MonkeyPatch) -> None:
 def _both(text: str, monkeypatch: pytest.MonkeyPatch, *functions: Any
           ) -> tuple[executable.Executable, executable.Executable]:
     """The program run framed and step by step (each its own executable)."""
-    def compiled() -> executable.Executable:
-        exe = backend_opencl.compile_stablehlo(text, host_callbacks=list(functions))
-        return executable.Executable(exe.plan, exe.module, exe.runtime, exe.name,
-                                     exe.arg_dtypes, exe.result_dtypes, functions)
-
-    framed = compiled()
+    framed = _fresh(text, *functions)
     assert any(isinstance(s, While) for s in framed.plan.steps)
     framed._resolve()
     monkeypatch.setenv(executable.FRAMES_ENV, "0")
-    stepped = compiled()
+    stepped = _fresh(text, *functions)
     stepped._resolve()
     monkeypatch.delenv(executable.FRAMES_ENV)
     assert framed._frames is not None and stepped._frames is None

@@ -5,6 +5,8 @@ executor, misaligned numpy arguments are bound in place; all against numpy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -56,11 +58,12 @@ def poison(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executable, "POISON", True)
 
 
-def _fresh(text: str) -> executable.Executable:
-    """A new executable (not the driver's cached one) for ``text``."""
-    exe = backend_opencl.compile_stablehlo(text)
+def _fresh(text: str, *functions: Callable[..., object]) -> executable.Executable:
+    """A new executable (not the driver's cached one) for ``text``, its host callbacks
+    calling ``functions``."""
+    exe = backend_opencl.compile_stablehlo(text, host_callbacks=list(functions) or None)
     return executable.Executable(exe.plan, exe.module, exe.runtime, exe.name,
-                                exe.arg_dtypes, exe.result_dtypes)
+                                 exe.arg_dtypes, exe.result_dtypes, functions)
 
 
 def test_slots_are_shared_only_between_disjoint_lifetimes() -> None:

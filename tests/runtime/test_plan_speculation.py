@@ -6,12 +6,9 @@ buffers, alone and in concurrent calls; callbacks run exactly when the program s
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
-import backend_opencl
 from backend_opencl.exec import executable, speculation
 from backend_opencl.runtime.opencl import frames
 from frontend.lower.families.control import device_loop
@@ -28,6 +25,7 @@ from tensorlang.plan import (
     While,
 )
 from tests.lowering.test_executor_io import call_concurrently
+from tests.runtime.test_plan_frames import _fresh, poison  # noqa: F401 (poison: a fixture)
 
 RNG = np.random.default_rng(47)
 V = "tensor<64xf32>"
@@ -72,17 +70,6 @@ COUNTING = f"""func.func public @main(%x: {V}, %limit: tensor<f32>) -> ({V}, ten
   return %0#0, %0#1 : {V}, tensor<i32>
 }}
 """
-
-
-@pytest.fixture(autouse=True)
-def poison(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executable, "POISON", True)
-
-
-def _fresh(text: str, *functions: Any) -> executable.Executable:
-    exe = backend_opencl.compile_stablehlo(text, host_callbacks=list(functions))
-    return executable.Executable(exe.plan, exe.module, exe.runtime, exe.name,
-                                 exe.arg_dtypes, exe.result_dtypes, functions)
 
 
 def _bets(exe: executable.Executable) -> int:

@@ -55,7 +55,20 @@ from backend_opencl.exec.runtime import InFlight
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch
 from backend_opencl.runtime.opencl.device_array import FrameLease
-from tensorlang.plan import Callback, Case, Copy, Free, If, Launch, Plan, Step, While, nested
+from tensorlang.plan import (
+    Callback,
+    Case,
+    Copy,
+    Free,
+    If,
+    Launch,
+    Plan,
+    Step,
+    While,
+    decider,
+    nested,
+    taken,
+)
 
 if TYPE_CHECKING:
     from backend_opencl.exec.module import Kernel
@@ -189,7 +202,7 @@ class Layout:
                     take(step.src)
                     take(step.dst)
                 elif isinstance(step, (If, Case)):
-                    take(step.pred if isinstance(step, If) else step.index)
+                    take(decider(step))
                     for branch in nested(step):
                         replay(branch, True)
                 elif isinstance(step, While):
@@ -315,9 +328,8 @@ class Frame(InFlight[cl.Event]):
             return functools.partial(loop, self)
 
         def run_bet() -> None:
-            if self.betting and bet.number not in self.lost:
+            if self._bets(bet):
                 run_cond(self)  # once: the bet is that the loop is done
-                self._bets(bet)
             else:
                 loop(self)
         return run_bet
@@ -326,17 +338,10 @@ class Frame(InFlight[cl.Event]):
         """The op of a branch: read the predicate, enqueue the steps of the branch taken
         (or, betting, those of the branch bet on)."""
         branches = [self._prepare(b) for b in nested(step)]
-        if isinstance(step, If):
-            pred, then, otherwise = step.pred, branches[0], branches[1]
+        pred = decider(step)
 
-            def decide() -> None:
-                self._steps(*(then if self.scalar(pred) else otherwise))
-        else:
-            index, last = step.index, len(branches) - 1
-
-            def decide() -> None:
-                i = int(self.scalar(index))
-                self._steps(*branches[i if 0 <= i <= last else last])
+        def decide() -> None:
+            self._steps(*branches[taken(step, self.scalar(pred))])
         bet = self.layout.bets.get(step)
         if bet is None:
             return decide

@@ -135,10 +135,10 @@ def _constant(op: Op, args: list[np.ndarray], dtype: np.dtype) -> np.ndarray | N
 
 def _convert(op: Op, args: list[np.ndarray], dtype: np.dtype) -> np.ndarray | None:
     (x,) = args
-    if x.dtype.kind == "f" and dtype.kind in "iub":
-        return x != 0 if dtype.kind == "b" else None  # float -> int: not folded
     if dtype.kind == "b":
         return x != 0
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        return None  # float -> int: the device's rounding and saturation, not folded
     return x.astype(dtype)
 
 
