@@ -10,7 +10,7 @@ import numpy as np
 import backend_opencl
 import frontend
 from frontend.lower import lower_function, merged_launches
-from frontend.lower.core.merge_launches import MAX_PARTS, merge_launches
+from frontend.lower.core.merge_launches import MAX_PARTS, REPEATED_LINES, merge_launches
 from tensorlang.plan import Free, Launch, While, launches
 
 from .conftest import RNG, module
@@ -38,14 +38,24 @@ def test_a_run_becomes_one_kernel_over_its_buffers() -> None:
 
 
 def test_what_ends_a_run() -> None:
-    """Several work-groups, a kernel launched again (dedup's shared kernel), control flow;
-    runs inside a loop merge too."""
-    texts = [ADD.format(n=i, a=i, o=i + 1) for i in range(4)]
-    steps = (Launch("k0", (0, 1), 1), Launch("k1", (1, 2), 2), Launch("k2", (2, 3), 1),
-             Launch("k2", (3, 4), 1),
-             While((), 4, (Launch("k3", (3, 4), 1), Launch("k0", (4, 5), 1))))
+    """Several work-groups, a long kernel launched again (dedup's shared kernel), control
+    flow; runs inside a loop merge too, and a short kernel launched again joins."""
+    texts = [ADD.format(n=i, a=i, o=i + 1) for i in range(4)] + [long_kernel(4)]
+    steps = (Launch("k0", (0, 1), 1), Launch("k1", (1, 2), 2), Launch("k4", (2, 3), 1),
+             Launch("k4", (3, 4), 1),
+             While((), 4, (Launch("k3", (3, 4), 1), Launch("k0", (4, 5), 1))),
+             Launch("k2", (5, 6), 1), Launch("k2", (6, 7), 1))
     _, merged = merge_launches(texts, steps)
-    assert [s.kernel for s in launches(merged)] == ["k0", "k1", "k2", "k2", "k3_merged0"]
+    assert [s.kernel for s in launches(merged)] == ["k0", "k1", "k4", "k4", "k3_merged0",
+                                                    "k2_merged1"]
+    assert list(launches(merged))[-1].args == (5, 6, 7)
+
+
+def long_kernel(n: int) -> str:
+    """``ADD``'s kernel ``k{n}`` with as many adds as a run takes again no more."""
+    head, _, tail = ADD.format(n=n, a=0, o=1).partition("    store")
+    adds = "".join(f"    %u{j} = arith.add %x4, %x4 : f32\n" for j in range(REPEATED_LINES))
+    return head + adds + "    store" + tail
 
 
 def test_at_most_max_parts_kernels_merge() -> None:

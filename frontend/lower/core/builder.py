@@ -276,14 +276,19 @@ class KernelBuilder:
             out = self.iadd(self.imul(out, n), i)
         if isinstance(out, str):  # delinearize(linear(idx)) is idx: no division
             self.remember(("lin", tuple(idx), tuple(shape)), out)
-            self.remember_index(("delin", out, tuple(shape)), tuple(idx))
+            if all(i == 0 for i, n in zip(idx, shape, strict=True) if n == 1):
+                kept = tuple(i for i, n in zip(idx, shape, strict=True) if n != 1)
+                self.remember_index(("delin", out, _without_units(shape)), kept)
         return out
 
     def delinearize(self, i: IndexExpr, shape: Sequence[int]) -> list[IndexExpr]:
         """The row-major multi-index of linear index ``i`` in ``shape``."""
-        known = self.lookup_index(("delin", i, tuple(shape)))
+        # keyed without unit modes: a reshape that adds or drops them (a slice of one
+        # step of a sequence) finds the index it was linearized from, with no division
+        known = self.lookup_index(("delin", i, _without_units(shape)))
         if known is not None:
-            return list(known)
+            kept = iter(known)
+            return [0 if n == 1 else next(kept) for n in shape]
         idx: list[IndexExpr] = []
         rest = i
         for k, n in reversed(list(enumerate(shape))):
@@ -409,3 +414,8 @@ def groups_nd(shape: Sequence[int]) -> int:
         return 1
     mode, block = split_nd(shape)
     return math.prod(shape[:mode]) * -(-shape[mode] // block)
+
+
+def _without_units(shape: Sequence[int]) -> tuple[int, ...]:
+    """``shape`` without its modes of extent 1 (their index is always 0)."""
+    return tuple(n for n in shape if n != 1)

@@ -71,9 +71,7 @@ def _invariants(loop: Op) -> list[Op]:
     """Remove the invariant ops of ``loop``'s body and return them (in order), their
     operands that were passed-through carried values replaced by the loop's operands."""
     body = loop.regions[1].block
-    ret = body.ops[-1]
-    outer = {arg: loop.operands[i] for i, arg in enumerate(body.args)
-             if i < len(ret.operands) and ret.operands[i] is arg}
+    outer = passed_through(loop)
     inside = set(body.args) | {r for o in body.ops for r in o.results}
     constant: set[Value] = set()
     hoisted: list[Op] = []
@@ -92,6 +90,15 @@ def _invariants(loop: Op) -> list[Op]:
         gone = set(hoisted)
         body.ops[:] = [op for op in body.ops if op not in gone]
     return hoisted
+
+
+def passed_through(loop: Op) -> dict[Value, Value]:
+    """The carried values of ``loop``'s body that it returns unchanged, each to the
+    loop's operand for it (the value it has on every trip)."""
+    body = loop.regions[1].block
+    ret = body.ops[-1]
+    return {arg: loop.operands[i] for i, arg in enumerate(body.args)
+            if i < len(ret.operands) and ret.operands[i] is arg}
 
 
 def _movable(op: Op) -> bool:

@@ -25,12 +25,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from frontend.lower.core.driver import Lowered
+from tensorlang.ir.ops import OPS
 from tensorlang.plan import Free, Launch, Step, launches, with_nested
 
 MAX_PARTS = 32
 """The most launches merged into one kernel."""
 MAX_LINES = 400
 """The most lines of tensor language in one merged kernel."""
+
+REPEATED_LINES = 40
+"""A kernel the run launches already joins it again only when shorter than this and
+without BLAS instructions (:func:`_repeatable`)."""
+_BLAS = re.compile(r"^\s*(?:" + "|".join(sorted(n for n, d in OPS.items() if d.blas))
+                   + r")\b", re.MULTILINE)
 
 _HEADER = re.compile(r"func @(\S+)\((.*?)\)([^{]*)\{\n(.*)\n\}\s*$", re.DOTALL)
 _VALUE = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
@@ -116,7 +123,7 @@ class _Merger:
         lines = sum(self.kernels[r.kernel].body.count("\n") + 1 for r in run)
         return len(run) < MAX_PARTS and lines + kernel.body.count("\n") < MAX_LINES \
             and kernel.attributes == self.kernels[run[0].kernel].attributes \
-            and all(r.kernel != launch.kernel for r in run)
+            and (_repeatable(kernel) or all(r.kernel != launch.kernel for r in run))
 
     def _merge(self, run: list[Launch]) -> Launch:
         """One kernel doing what the launches of ``run`` did, and its launch."""
@@ -135,6 +142,14 @@ class _Merger:
         self.made.append(f"func @{name}({header}){' ' + attributes if attributes else ''} "
                          f"{{\n" + "\n".join(bodies) + "\n}\n")
         return Launch(name, tuple(params), 1)
+
+
+def _repeatable(kernel: Kernel) -> bool:
+    """Whether a run that launches ``kernel`` already may take it again: only a short
+    kernel of element-wise code (a conversion launched twice in a row).  A longer one or
+    a product is kept shared (the steps of an unrolled recurrence launch one kernel each,
+    :mod:`frontend.lower.core.dedup`), where a copy per part would be built again."""
+    return kernel.body.count("\n") < REPEATED_LINES and not _BLAS.search(kernel.body)
 
 
 def _renamed(body: str, names: dict[str, str], suffix: str) -> str:

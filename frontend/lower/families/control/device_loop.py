@@ -111,14 +111,18 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
             or _work(cond, in_place, {}) + _work(body, in_place, found) > MAX_WORK:
         return False
     hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
-    for v in _captured(op):
+    captured = _captured(op)
+    prologue = [(v, lw.buffer_for(v)) for v in captured if _computed_first(lw, v)]
+    for v, c in prologue:
+        lw.bind(v, c)
+    for v in captured:
         _materialize_captured(lw, v)
     nested = _all_ops(op)
     for o in nested:
         if o.name == "stablehlo.constant":  # non-splat ones: initialized buffers
             KERNEL[o.name](lw, o)
     env, steps = dict(lw.env), list(lw.steps)
-    inits = _fold_inits(lw, op, carry) if FOLD_INITS else []
+    inits = (_fold_inits(lw, op, carry) if FOLD_INITS else []) + prologue
     apart = inits if len(nested) > FOLD_MAX_OPS else []  # one kernel of their own
     inits = [] if apart else inits
     flag = lw.new_buffer("i1", ())
@@ -128,7 +132,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
             lw.env = dict(env)
             again = _kernel(lw, op, carry, (count, flag), (hoisted, []))
     except CompileError:  # an op the fused code cannot express here: a host loop instead
-        lw.env = env
+        lw.env = {v: b for v, b in env.items() if v not in dict(prologue)}  # not computed
         lw.steps[:] = steps
         return False
     if apart:
@@ -647,9 +651,8 @@ def _init_kernel(lw: FuncLowering, inits: list[tuple[Value, int]]) -> Launch:
     """One kernel computing the carried buffers a large loop does not initialize itself
     (:data:`FOLD_MAX_OPS`): one launch instead of one per buffer (diffrax's adaptive
     solve: ~17 broadcasts of constants)."""
-    with lw.kernel("while_init") as (k, f):
-        k.attributes = f"work_group_size({WORK_ITEMS},1)"
-        for v, c in inits:
+    with lw.kernel("while_init") as (k, f):  # foreach copies: any work-group size, so
+        for v, c in inits:                       # it merges with the launches before it
             buf = lw.env.pop(v)  # computed from its constants, not read from ``c``
             _store_all(lw, f, v, c)
             lw.env[v] = buf
@@ -768,6 +771,23 @@ def _materialize_captured(lw: FuncLowering, v: Value) -> None:
         v = v.owner.operands[0]
     if isinstance(v.owner, Op) and v.owner.name not in CHEAP:
         lw.materialize(v)
+
+
+PROLOGUE_MAX = 16384
+"""Captured transposes of at most this many elements are computed by the loop's first
+launch (or its init kernel), not by a launch of their own (:func:`_computed_first`)."""
+
+
+def _computed_first(lw: FuncLowering, v: Value) -> bool:
+    """Whether captured value ``v`` is a small transpose of a buffer (a weight
+    :mod:`frontend.lower.families.dot.pretranspose_weights` transposed for the loop's
+    gemm): the loop computes it before its first trip, with the carried values it
+    initializes (a launch costs ~25 us on PoCL, more than one work-item's copy), and
+    is bound to its buffer before the loop kernels are built reading it there."""
+    op = v.owner
+    return isinstance(op, Op) and op.name == "stablehlo.transpose" \
+        and lw.buffer_of(v) is None and types.size(v) <= PROLOGUE_MAX \
+        and lw.buffer_of(op.operands[0]) is not None
 
 
 def _captured(op: Op) -> list[Value]:

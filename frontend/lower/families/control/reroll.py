@@ -62,7 +62,7 @@ SLICE = "stablehlo.slice"
 I32 = TensorType((), IntegerType(32))
 
 
-@rewrite(order=3)  # after batch_dots: the steps' input products are slices of one
+@rewrite(order=4)  # after batch_dots: the steps' input products are slices of one
 def reroll_recurrences(region: Region) -> Region:
     """Roll the unrolled recurrences of ``region``'s top-level block into ``while`` loops
     (changed in place), their invariants hoisted; return ``region``."""

@@ -67,7 +67,7 @@ of its own, so every one fuses into its consumer instead of being computed once 
 buffer: the lowering materializes a value several ops read)."""
 
 
-@rewrite(order=2)  # after channels_last
+@rewrite(order=3)  # after channels_last and swap_transposed_products
 def batch_dots(region: Region) -> Region:
     """Rewrite the products of every block of ``region`` (changed in place) as the module
     docstring says; return it."""
