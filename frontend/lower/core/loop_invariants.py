@@ -71,7 +71,7 @@ def _invariants(loop: Op) -> list[Op]:
     """Remove the invariant ops of ``loop``'s body and return them (in order), their
     operands that were passed-through carried values replaced by the loop's operands."""
     body = loop.regions[1].block
-    outer = passed_through(loop)
+    outer = _passed_through(loop)
     inside = set(body.args) | {r for o in body.ops for r in o.results}
     constant: set[Value] = set()
     hoisted: list[Op] = []
@@ -92,13 +92,34 @@ def _invariants(loop: Op) -> list[Op]:
     return hoisted
 
 
-def passed_through(loop: Op) -> dict[Value, Value]:
+def _passed_through(loop: Op) -> dict[Value, Value]:
     """The carried values of ``loop``'s body that it returns unchanged, each to the
     loop's operand for it (the value it has on every trip)."""
     body = loop.regions[1].block
     ret = body.ops[-1]
     return {arg: loop.operands[i] for i, arg in enumerate(body.args)
             if i < len(ret.operands) and ret.operands[i] is arg}
+
+
+def value_outside(loop: Op, v: Value, inside: set[Value]) -> Value | None:
+    """The value outside ``loop`` that ``v`` always equals in its body: a carried value
+    passed through unchanged (the loop's operand) or a value defined before the loop;
+    None when ``v`` varies in the loop.  ``inside``: :func:`defined_in` of the body."""
+    body = loop.regions[1].block
+    if v in body.args:
+        i = body.args.index(v)
+        return loop.operands[i] if body.ops[-1].operands[i] is v else None
+    return None if v in inside else v
+
+
+def defined_in(block: Block) -> set[Value]:
+    """Every value defined in ``block`` (arguments and results, nested regions too)."""
+    out = set(block.args)
+    for o in block.ops:
+        out.update(o.results)
+        for r in o.regions:
+            out |= defined_in(r.block)
+    return out
 
 
 def _movable(op: Op) -> bool:

@@ -115,6 +115,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     prologue = [(v, lw.buffer_for(v)) for v in captured if _computed_first(lw, v)]
     for v, c in prologue:
         lw.bind(v, c)
+    prologued = {v for v, _ in prologue}
     for v in captured:
         _materialize_captured(lw, v)
     nested = _all_ops(op)
@@ -132,7 +133,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
             lw.env = dict(env)
             again = _kernel(lw, op, carry, (count, flag), (hoisted, []))
     except CompileError:  # an op the fused code cannot express here: a host loop instead
-        lw.env = {v: b for v, b in env.items() if v not in dict(prologue)}  # not computed
+        lw.env = {v: b for v, b in env.items() if v not in prologued}  # never computed
         lw.steps[:] = steps
         return False
     if apart:

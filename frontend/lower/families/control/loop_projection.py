@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from math import prod
 
 from frontend.ir.attrs import IntAttr, ListAttr, StructAttr
-from frontend.ir.core import Block, Op, Value
+from frontend.ir.core import Op, Value
 from frontend.ir.types import TensorType
 from frontend.lower.core import types
 from frontend.lower.core.builder import IndexExpr
 from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.fused import Fused
+from frontend.lower.core.loop_invariants import defined_in, value_outside
 from frontend.lower.core.registry import KERNEL
 
 _SIDES = ("lhs", "rhs")
@@ -57,7 +58,7 @@ def find(loop: Op, count: int | None) -> list[Hoisted]:
     if count is None:
         return []
     body = loop.regions[1].block
-    inside = _defined(body)
+    inside = defined_in(body)
     found = []
     for o in body.ops[:-1]:
         if o.name != "stablehlo.dot_general" or len(o.results) != 1 \
@@ -76,11 +77,11 @@ def _hoistable(loop: Op, dot: Op, side: int, inside: set[Value],
     """The hoisted form of ``dot`` when operand ``side`` is a time step's slice of an
     invariant input and the other operand is invariant, else None."""
     sliced = _slice_of(dot.operands[side])
-    other = _outside(loop, dot.operands[1 - side], inside)
+    other = value_outside(loop, dot.operands[1 - side], inside)
     if sliced is None or other is None:
         return None
     s, dropped = sliced
-    xs = _outside(loop, s.operand("operand"), inside)
+    xs = value_outside(loop, s.operand("operand"), inside)
     if xs is None:
         return None
     xshape = types.shape(xs)
@@ -132,26 +133,6 @@ def _slice_of(v: Value) -> tuple[Op, bool] | None:
     if not isinstance(s, Op) or s.name != "stablehlo.dynamic_slice":
         return None
     return s, True
-
-
-def _outside(loop: Op, v: Value, inside: set[Value]) -> Value | None:
-    """The value outside ``loop`` that ``v`` always equals in its body: a carried value
-    passed through unchanged (the loop's operand) or a value defined before the loop."""
-    body = loop.regions[1].block
-    if v in body.args:
-        i = body.args.index(v)
-        return loop.operands[i] if body.ops[-1].operands[i] is v else None
-    return None if v in inside else v
-
-
-def _defined(block: Block) -> set[Value]:
-    """Every value defined in ``block`` (arguments and results, nested regions too)."""
-    out = set(block.args)
-    for o in block.ops:
-        out.update(o.results)
-        for r in o.regions:
-            out |= _defined(r.block)
-    return out
 
 
 def _fields(dot: Op) -> list[str]:

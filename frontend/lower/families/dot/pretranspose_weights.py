@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from frontend.ir.core import Block, Op, Region, Value
 from frontend.ir.types import TensorType
-from frontend.lower.core.loop_invariants import passed_through
+from frontend.lower.core.loop_invariants import defined_in, value_outside
 from frontend.lower.core.registry import rewrite
 from frontend.lower.families.dot.transposed_products import (
     DOT,
@@ -78,25 +78,14 @@ class _Rewriter:
         the innermost."""
         found = None
         for loop in reversed(loops):
-            v = passed_through(loop.op).get(v, v)
             if loop.op not in self._inside:
-                self._inside[loop.op] = _defined_in(loop.op)
-            if v in self._inside[loop.op]:
+                self._inside[loop.op] = defined_in(loop.op.regions[1].block)
+            outer = value_outside(loop.op, v, self._inside[loop.op])
+            if outer is None:
                 break
+            v = outer
             found = (v, loop)
         return found
-
-
-def _defined_in(op: Op) -> set[Value]:
-    """The values defined in ``op``'s regions, nested ones included."""
-    inside: set[Value] = set()
-    for region in op.regions:
-        for block in region.blocks:
-            inside.update(block.args)
-            for o in block.ops:
-                inside.update(o.results)
-                inside |= _defined_in(o)
-    return inside
 
 
 def _is_float(v: Value) -> bool:

@@ -78,7 +78,7 @@ class _Block:
         self.block = block
         self.in_loop = in_loop
         self.uses = Counter(v for op in walk_ops(block.ops) for v in op.operands)
-        self.here = {op for op in block.ops}
+        self.here = set(block.ops)
         self.replaced: dict[Op, list[Op]] = {}
         """Ops of the block and what stands in their place (nothing: removed)."""
         self.subst: dict[Value, Value] = {}
@@ -88,7 +88,7 @@ class _Block:
         for op in list(self.block.ops):
             if _swaps_rows(op) and op not in self.replaced and self._reaches(op.operands[0], 0):
                 before: list[Op] = []
-                self.subst[op.result] = self._transposed(op.operands[0], before)
+                self.subst[op.result] = self._transposed(op.operands[0], before, 0)
                 self.replaced[op] = before
         if not self.subst:
             return
@@ -122,16 +122,16 @@ class _Block:
         rows, cols = dims
         return self.in_loop or rows >= min(cols, MIN_SWAPPED_ROWS)
 
-    def _transposed(self, v: Value, before: list[Op]) -> Value:
-        """``transpose(v)``: a swapped product, an element-wise op of transposed
-        operands, or a transpose op (made in ``before``)."""
+    def _transposed(self, v: Value, before: list[Op], depth: int) -> Value:
+        """``transpose(v)`` (``depth`` ops below the transpose): a swapped product, an
+        element-wise op of transposed operands, or a transpose op (made in ``before``)."""
         op = self._owned(v)
         if op is not None and op.name == DOT and self._swappable(op):
             swapped = _swapped(op)
             self.replaced[op] = [swapped]
             return swapped.result
-        if op is not None and _elementwise(op) and self._reaches(v, 0):
-            operands = [self._transposed(x, before) if shape(x) else x
+        if op is not None and _elementwise(op) and self._reaches(v, depth):
+            operands = [self._transposed(x, before, depth + 1) if shape(x) else x
                         for x in op.operands]
             moved = _like(op, operands, _transposed_type(op.result), dict(op.attrs))
             self.replaced[op] = []
