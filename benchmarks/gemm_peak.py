@@ -62,14 +62,23 @@ def _peers(a: np.ndarray, b: np.ndarray) -> dict[str, Callable[[], object]]:
     return calls
 
 
-def _interleaved(calls: dict[str, Callable[[], object]], repeat: int
+def _interleaved(calls: dict[str, Callable[[], object]], repeat: int, settle: float
                  ) -> dict[str, list[float]]:
-    """Seconds of each call, the peers taking turns (one warm-up call each)."""
+    """Seconds of each call, the peers taking turns (one warm-up call each).
+
+    Each timed call waits ``settle`` seconds, then makes one untimed call of the same
+    peer: OpenBLAS's worker threads spin for a while after numpy's product returns (and
+    XLA's pool briefly too), so without the wait whichever peer runs next shares both cores
+    with them (1024^3: tlc 151 GFLOP/s right after XLA and numpy, 198 alone), and after
+    the wait the peer's own threads are asleep.
+    """
     for call in calls.values():
         call()
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeat):
         for name, call in calls.items():
+            time.sleep(settle)
+            call()
             start = time.perf_counter()
             call()
             times[name].append(time.perf_counter() - start)
@@ -81,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="512,1024,2048", help="M = K = N of each product")
     ap.add_argument("--repeat", type=int, default=15, help="timed calls of each peer")
+    ap.add_argument("--settle", type=float, default=0.2,
+                    help="seconds of quiet before each timed call (other peers' threads)")
     args = ap.parse_args(argv)
     device = get_device(None)
     before = machine.peak_gflops(device, "float")
@@ -88,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         a, b = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
-        times = _interleaved(_peers(a, b), args.repeat)
+        times = _interleaved(_peers(a, b), args.repeat, args.settle)
         rows.append((size, {name: 2 * size ** 3 / min(ts) / 1e9 for name, ts in times.items()},
                      {name: 2 * size ** 3 / statistics.median(ts) / 1e9
                       for name, ts in times.items()}))

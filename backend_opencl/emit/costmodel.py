@@ -13,7 +13,8 @@ also try blocks of half-width vectors and, below one vector of rows, exactly tho
 ``tlc tune`` measures instead of modelling.
 
 Staging (:func:`staged_operand`, :func:`stage_depth`): which transposed operand goes
-through local memory, and how deep in K a staged panel chunk is.
+through local memory, and how deep in K a staged panel chunk is; :func:`panel_depth`:
+the K chunks of a long contraction read in place.
 """
 
 from __future__ import annotations
@@ -158,6 +159,33 @@ def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,
     if plan.stage or not plan.blocked:
         return transposed[0]
     return "a" if "a" in transposed and n != "1" else None
+
+
+PANEL_BYTES = 32 * 1024
+"""A K chunk of one register block's rows of A read in place (32 rows x 256 f32): the
+column blocks of the work-group's tile reuse it from L1 before the next chunk."""
+MIN_PANEL_DEPTH = 64
+
+
+def panel_depth(plan: KernelPlan, elem: ScalarType, width: int, k: str, n: str) -> int | None:
+    """K depth of the chunks in which a CPU gemm walks A in place, or None for one pass.
+
+    A work-group's blocks of ``width`` rows otherwise read the whole K of their rows of A
+    once per column block: beyond the caches for a long K (f32 2048^3 in 256 x 256
+    tiles: 113 -> ~190 GFLOP/s on Zen 4 with chunks of 256, measured by hand-written
+    kernels).  In chunks, each chunk of a panel serves every column block of the tile,
+    and C is updated once per chunk.  GPU plans, gemvs (``n`` 1) and a static K of one
+    chunk take one pass.
+    """
+    if not plan.blocked or n == "1" or elem.is_bool:
+        return None
+    size = max(1, elem.bits // 8)
+    depth = MIN_PANEL_DEPTH
+    while width * depth * 2 * size <= PANEL_BYTES:
+        depth *= 2
+    if is_literal(k) and int(k) <= depth:
+        return None
+    return depth
 
 
 def stage_depth(elem: ScalarType, width: int, k: str) -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from backend_opencl.emit.cnames import ctype, literal, zero
 from backend_opencl.emit.costmodel import (
     lanes,
+    panel_depth,
     pow2_at_least,
     register_block,
     stage_depth,
@@ -139,6 +140,8 @@ def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStor
     columns that exist.  When the cost model (or the plan) stages a transposed operand and
     ``scratch`` provides local memory, :func:`_staged` writes the staged variant (not
     for an atomic update whose K takes several chunks: C would be updated once per chunk).
+    A long K on a CPU is walked in chunks the same way, A read in place
+    (:func:`backend_opencl.emit.costmodel.panel_depth`).
     """
     t = spec.elem
     rm, rn = register_block(plan, t, spec.m, spec.n)
@@ -158,12 +161,17 @@ def contraction_helper(spec: Contraction, plan: KernelPlan, make_store: MakeStor
     wgx, wgy = plan.work_group_size
     w.line(f"const long lx = {'0' if wgx == 1 else 'get_local_id(0)'};")
     w.line(f"const long ly = {'0' if wgy == 1 else 'get_local_id(1)'};")
+    ops = _Operands(t, shape, a, b, c, alpha, make_store, beta, vector)
     if operand is not None and scratch is not None and (b is not None or operand == "a"):
         depth = stage_depth(t, shape.tm if operand == "a" else shape.tn, k)
         if not spec.atomic or (is_literal(k) and int(k) <= depth):
-            _staged(w, _Operands(t, shape, a, b, c, alpha, make_store, beta, vector),
-                    (m, n, k), (operand, operand in spec.transposed), depth, scratch, p)
+            _staged(w, ops, (m, n, k), (operand, operand in spec.transposed), depth, scratch, p)
             return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
+    chunk = panel_depth(plan, t, shape.tm, k, spec.n) if b is not None and not spec.atomic \
+        else None
+    if chunk is not None:
+        _staged(w, ops, (m, n, k), ("a", False), chunk, None, p)
+        return f"void @NAME@({', '.join(p.decls)}) {{\n{w.text()}}}\n"
     loops = contraction_loops(shape, m, n)
     body = _ContractionBody(t, shape, _global_a(a), _global_b(b), c, k, alpha,
                             make_store(beta), vector=vector, a_ptr=_global_a_ptr(a))
@@ -235,23 +243,26 @@ class _Operands:
 
 
 def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
-            staged: tuple[str, bool], depth: int, scratch: Scratch, p: Params) -> None:
+            staged: tuple[str, bool], depth: int, scratch: Scratch | None, p: Params) -> None:
     """The staged variant: per panel of ``operand`` and K chunk, the work-group copies the
     chunk into local memory along the operand's contiguous mode, then every work-item
     accumulates its blocks of the panel from there; the first chunk applies beta, later
-    ones add to C (a single chunk when K fits)."""
+    ones add to C (a single chunk when K fits).  Without ``scratch`` nothing is copied:
+    the blocks read the chunk of A in place (K blocked for the caches)."""
     t, sh = ops.t, ops.shape
     m, n, k = sizes
     operand, transposed = staged
     width = sh.tm if operand == "a" else sh.tn
-    local = p.value(scratch(width * depth * _bytes(t), ctype(t)), f"local {ctype(t)}*", "L")
-    loops = staged_loops(sh, m, n, k, operand, depth, transposed)
+    loops = staged_loops(sh, m, n, k, operand, depth, transposed, copied=scratch is not None)
     chunked = not (is_literal(k) and int(k) <= depth)
-    kb = f"min((long){depth}, {k} - k0)" if chunked else k
-    items = sh.wg[0] * sh.wg[1]
+    kb = k if not chunked else str(depth) if is_literal(k) and int(k) % depth == 0 \
+        else f"min((long){depth}, {k} - k0)"
+    items = sh.wg[0] * sh.wg[1] if scratch is not None else 1
     x0 = "m0" if operand == "a" else "n0"
     src = ops.a if operand == "a" else ops.b
     assert src is not None
+    local = p.value(scratch(width * depth * _bytes(t), ctype(t)), f"local {ctype(t)}*", "L") \
+        if scratch is not None else ""
 
     def copy(w: Writer, pk: tuple[str, ...]) -> None:
         row, kk = f"({x0} + {pk[0]})", f"(k0 + {pk[1]})"
@@ -263,11 +274,12 @@ def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
     def at_local(index: str, kk: str) -> str:
         return f"{local}[{add(mul(kk, str(width)), f'{index} - {x0}')}]"
 
-    a_at = (lambda row, kk: at_local(row, kk)) if operand == "a" else _global_a(ops.a, "k0")
-    b_at = (lambda kk, col: at_local(col, kk)) if operand == "b" else _global_b(ops.b, "k0")
+    in_a, in_b = local and operand == "a", local and operand == "b"
+    a_at = (lambda row, kk: at_local(row, kk)) if in_a else _global_a(ops.a, "k0")
+    b_at = (lambda kk, col: at_local(col, kk)) if in_b else _global_b(ops.b, "k0")
     later = ops.make_store(Scale(literal(1, t), 1)) if chunked else None
     a_ptr = (lambda row, kk: f"{local} + {add(mul(kk, str(width)), f'{row} - {x0}')}") \
-        if operand == "a" else _global_a_ptr(ops.a, "k0")
+        if in_a else _global_a_ptr(ops.a, "k0")
     body = _ContractionBody(t, sh, a_at, b_at, ops.c, "kb", ops.alpha, ops.make_store(ops.beta),
                             later, ops.vector, a_ptr)
     intra = loops.intra
@@ -278,7 +290,8 @@ def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
         with _scope(w):
             _bind(w, "k0", k0[0])
             w.line(f"const long kb = {kb};")
-            write_loops(w, loops.copy, {"Copy": copy})
+            if local:
+                write_loops(w, loops.copy, {"Copy": copy})
             if items > 1:
                 w.line("barrier(CLK_LOCAL_MEM_FENCE);")
             write_loops(w, loops.full, blocks)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from tensorlang.schedule import space
 from tensorlang.schedule.astgen import generate
-from tensorlang.schedule.loops import Node
+from tensorlang.schedule.loops import Block, Node
 
 if TYPE_CHECKING:
     import islpy as isl
@@ -143,11 +143,12 @@ class StagedLoops:
 
 
 def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
-                 depth: int, transposed: bool = True) -> StagedLoops:
+                 depth: int, transposed: bool = True, copied: bool = True) -> StagedLoops:
     """isl-generated loops of a contraction over ``m x n x k`` with ``operand`` staged in
     panels ``depth`` deep along k; the copy runs fastest along the operand's contiguous
     mode (k for a transposed A or an untransposed B, the panel's rows or columns
-    otherwise)."""
+    otherwise).  Not ``copied``: the same panels and chunks with the operand read in
+    place (``copy`` is an empty block)."""
     x0, y0, tx, ext = ("m0", "n0", shape.tm, m) if operand == "a" else ("n0", "m0", shape.tn, n)
     panel = [f"{x0} mod {tx} = 0", f"0 <= {x0} < {ext}"]
     chunk = [f"k0 mod {depth} = 0", f"0 <= k0 < {k}"]
@@ -156,23 +157,29 @@ def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
                       space.context(sizes), (x0,))
     chunks = generate(space.map_("Chunk[k0] -> [k0]", space.set_("Chunk[k0]", chunk)),
                       space.context([*sizes, *panel]), ("k0",))
-    items = shape.wg[0] * shape.wg[1]
     fast = "kk" if (operand == "a") == transposed else "p"
-    copy_set = [f"0 <= p < {tx}", f"{x0} + p < {ext}", f"0 <= kk < {depth}", f"k0 + kk < {k}"]
-    lid_ctx = []
-    if items > 1:
-        copy_set.append(f"exists (q: {fast} = lid + {items}q)")
-        lid_ctx = [f"0 <= lid < {items}"]
-    order = ("p", "kk") if fast == "kk" else ("kk", "p")
-    copy = generate(space.map_(f"Copy[p, kk] -> [{', '.join(order)}]",
-                               space.set_("Copy[p, kk]", copy_set)),
-                    space.context([*sizes, *panel, *chunk, *lid_ctx]), order)
+    within = [f"0 <= p < {tx}", f"{x0} + p < {ext}", f"0 <= kk < {depth}", f"k0 + kk < {k}"]
+    copy = _copy_loops(shape, within, [*sizes, *panel, *chunk], fast) if copied else Block(())
     ctx = _work_item_context(shape, [*sizes, *panel])
     full, edge = block_domains(shape, m, n, f"Blk[{y0}]")
     trees = [_rename(generate(space.map_(f"Blk[{y0}] -> [{y0}]", d), ctx, (y0,)), name)
              for d, name in ((full, "Full"), (edge, "Edge"))]
     return StagedLoops(panels, chunks, copy, trees[0], trees[1],
                        contraction_loops(shape, m, n))
+
+
+def _copy_loops(shape: TileShape, within: list[str], known: list[str], fast: str) -> Node:
+    """``Copy(p, kk)`` over the chunk ``within``, dealt to the work-items ``lid`` along
+    ``fast`` (``p`` or ``kk``, which runs fastest)."""
+    items = shape.wg[0] * shape.wg[1]
+    lid_ctx = []
+    if items > 1:
+        within = [*within, f"exists (q: {fast} = lid + {items}q)"]
+        lid_ctx = [f"0 <= lid < {items}"]
+    order = ("p", "kk") if fast == "kk" else ("kk", "p")
+    return generate(space.map_(f"Copy[p, kk] -> [{', '.join(order)}]",
+                               space.set_("Copy[p, kk]", within)),
+                    space.context([*known, *lid_ctx]), order)
 
 
 def _intra(shape: TileShape, m: str | None, n: str | None) -> tuple[Node, Node, Node]:
@@ -218,7 +225,7 @@ def _rename(tree: Node, name: str) -> Node:
     """Statement ``Blk`` renamed to ``name`` (the same domain serves two callers)."""
     from dataclasses import replace
 
-    from tensorlang.schedule.loops import Block, Call, For, If
+    from tensorlang.schedule.loops import Call, For, If
 
     if isinstance(tree, Call):
         return replace(tree, name=name)

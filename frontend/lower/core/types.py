@@ -89,6 +89,12 @@ def shape(value: Value) -> tuple[int, ...]:
     return tensor_of(value.type, value.loc).static_shape
 
 
+def elem_bytes(t: str) -> int:
+    """Bytes of one element of scalar type ``t`` (i1 and sub-byte types: 1)."""
+    bits = int("".join(ch for ch in t if ch.isdigit()) or 8)
+    return max(1, bits // 8)
+
+
 def size(value: Value) -> int:
     """The number of elements of ``value``."""
     return prod(shape(value))

@@ -40,7 +40,7 @@ from frontend.lower.core.registry import kernel
 from frontend.lower.core.windows import all_of, tap_index, window_attrs
 from frontend.lower.families.conv import rows as conv_rows
 from frontend.lower.families.conv.direct import direct_convolution
-from frontend.lower.families.conv.gemm import elem_bytes, implicit_gemm, pool_planner, tile_rows
+from frontend.lower.families.conv.gemm import implicit_gemm, pool_planner, tile_rows
 from frontend.lower.families.dot.general import gemm_kernel, gemm_output
 from tensorlang.diagnostics import CompileError
 
@@ -119,9 +119,10 @@ def convolution(lw: FuncLowering, op: Op) -> None:
     natural = _natural_out(op)
     direct = cs.groups == 1 and natural
     acc = _WIDE.get(t, t)
-    local = tile_rows(cs.k, cs.out_spatial, elem_bytes(acc), 1, 0 if direct else cs.out_per_group)
+    nbytes = types.elem_bytes(acc)
+    local = tile_rows(cs.k, cs.out_spatial, nbytes, 1, 0 if direct else cs.out_per_group)
     one_kernel = n > 0 and local > 0 and (cs.groups == 1 or cs.out_per_group >= GROUP_O)
-    planner = pool_planner(cs.k, elem_bytes(acc)) if one_kernel and direct else plan_epilogue
+    planner = pool_planner(cs.k, nbytes) if one_kernel and direct else plan_epilogue
     if (one_kernel or (n > 0 and direct)) and lw.defer_to_epilogue(op, planner):
         return
     sizes = (cs.groups, cs.m, cs.k, cs.out_per_group)
@@ -153,7 +154,7 @@ def _rows(lw: FuncLowering, op: Op, acc: str) -> bool:
     does not end in a pooling reduce_window (that stays on the im2col tile)."""
     plan = lw.epilogue(op.result)
     pooled = plan is not None and plan.root.op.name == "stablehlo.reduce_window"
-    return not pooled and conv_rows.eligible(op, elem_bytes(acc))
+    return not pooled and conv_rows.eligible(op, types.elem_bytes(acc))
 
 
 def _operands(lw: FuncLowering, op: Op, cs: ConvShape, acc: str) -> tuple[int, int]:

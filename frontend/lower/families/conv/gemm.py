@@ -56,12 +56,6 @@ def tile_rows(k_size: int, out_spatial: Sequence[int], elem_bytes: int, multiple
     return per - per % multiple
 
 
-def elem_bytes(t: str) -> int:
-    """Bytes of one element of scalar type ``t`` (i1 and sub-byte types: 1)."""
-    bits = int("".join(ch for ch in t if ch.isdigit()) or 8)
-    return max(1, bits // 8)
-
-
 def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
                   operands: tuple[Element, int], sp: list[int], groups: int = 1) -> None:
     """``op``'s result = patches @ weights in one kernel: ``sizes`` = (output batch, ``K``,
@@ -81,7 +75,7 @@ def implicit_gemm(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: st
     batch, kk, o = sizes
     row = sp[-1] if sp else 1
     rows_total = batch * prod(sp[:-1])
-    per = tile_rows(kk, sp, elem_bytes(acc))
+    per = tile_rows(kk, sp, types.elem_bytes(acc))
     tiles = -(-rows_total // per)
     c, tail = gemm_output(lw, op.result, acc)
     name = "conv"
@@ -114,7 +108,7 @@ def _scattered(lw: FuncLowering, op: Op, sizes: tuple[int, int, int, int], acc: 
     out = lw.buffer_for(root)
     row = sp[-1] if sp else 1
     rows_total = batch * prod(sp[:-1])
-    per = tile_rows(kk, sp, elem_bytes(acc), 1, o)
+    per = tile_rows(kk, sp, types.elem_bytes(acc), 1, o)
     tiles = -(-rows_total // per)
     name = "conv" if plan is None else f"conv_{root.op.name.split('.')[-1]}"
     with lw.kernel(name) as (k, f):
@@ -339,7 +333,7 @@ def _pooled(lw: FuncLowering, op: Op, sizes: tuple[int, int, int], acc: str,
     wh, ww = window
     sp = [int(d) for d in types.shape(op.result)[1:-1]]
     row, rows_total = sp[-1], batch * sp[0]
-    per = tile_rows(kk, sp, elem_bytes(acc), wh, o)
+    per = tile_rows(kk, sp, types.elem_bytes(acc), wh, o)
     tiles = -(-rows_total // per)
     out = lw.buffer_for(plan.root)
     with lw.kernel("conv_reduce_window") as (k, f):

@@ -425,23 +425,44 @@ def tile_rows(nb: int, m: int, staged: bool) -> int:
     return TILE_M
 
 
+WIDE_TILE = 256
+"""Rows and columns of a work-group's tile of a product whose rhs is large."""
+WIDE_RHS_BYTES = 2 << 20
+"""A rhs (K x N) larger than this is shared by tiles of :data:`WIDE_TILE` rows and
+columns: in tiles of :data:`TILE_M` rows and all N columns, each of the many work-groups
+reads the whole rhs from beyond the caches (f32 2048^3 on Zen 4: ~115 -> ~190 GFLOP/s
+by hand-written kernels, the gemm walking K in chunks as ``emit/costmodel.panel_depth``
+says)."""
+
+
+def tile_shape(nb: int, sizes: tuple[int, int, int], dtype: str, staged: bool
+               ) -> tuple[int, int]:
+    """(result rows, result columns) of a work-group's tile of an M x K x N product:
+    :func:`tile_rows` and all N, or :data:`WIDE_TILE` square tiles for a large rhs."""
+    m, kk, n = sizes
+    if staged or kk * n * types.elem_bytes(dtype) <= WIDE_RHS_BYTES:
+        return tile_rows(nb, m, staged), n
+    return min(m, WIDE_TILE), min(n, WIDE_TILE)
+
+
 def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int | Strided],
                 t: str,
                 sizes: tuple[int, int, int, int], tail: Tail | None = None,
                 trans: tuple[bool, bool] = (False, False)) -> None:
     """out[b] = lhs[b] @ rhs[b] for row-major lhs[B,M,K], rhs[B,K,N], out[B,M,N]: one
-    work-group per (batch element, tile of :func:`tile_rows` result rows), then the
-    ``tail`` on that tile.  ``trans``: lhs is [B,K,M], rhs is [B,N,K] instead (the gemm reads it
-    transposed).  An operand given as :class:`Strided` is read (the output: written) in
-    place; a strided output takes no tail."""
+    work-group per (batch element, tile of :func:`tile_shape` result rows and columns),
+    then the ``tail`` on that tile.  ``trans``: lhs is [B,K,M], rhs is [B,N,K] instead (the
+    gemm reads it transposed).  An operand given as :class:`Strided` is read (the output:
+    written) in place; a strided output takes no tail."""
     nb, m, kk, n = sizes
     a, b, c = bufs
     ta, tb = trans
-    size = tile_rows(nb, m, tb)
-    tiles = -(-m // size)
+    size, width = tile_shape(nb, (m, kk, n), t, tb)
+    tiles, strips = -(-m // size), -(-n // width)
     with lw.kernel("dot" if tail is None else f"dot_{_short(tail.root)}") as (k, f):
         g = k.emit("group_id", "g")
-        batch, tile = k.idiv(g, tiles), k.irem(g, tiles)
+        batch, tile = k.idiv(g, tiles * strips), k.irem(g, tiles)
+        strip = k.irem(k.idiv(g, tiles), strips)
         shapes = [(kk, n) if tb else (n, kk), (m, kk) if ta else (kk, m), (n, m)]
         views, vtypes, lds = [], [], []
         for buf, (rows, cols) in zip((b, a, c), shapes, strict=True):
@@ -464,37 +485,81 @@ def gemm_kernel(lw: FuncLowering, bufs: tuple[int | Strided, int | Strided, int 
             views[3 - len(tiled):], vtypes[3 - len(tiled):] = out
             if ta:
                 views[1], vtypes[1] = _tile_rows(k, views[1], (t, m, kk), tile, lds[1], size)
+        if strips > 1:
+            _strip(k, views, vtypes, (t, n, width, tb), strip)
         one, zero = (k.const(x if t[0] in "fc" else int(x), t) for x in (1.0, 0.0))
         k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
                f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
                f"{vtypes[2]}")
         if tail is not None:
             assert not isinstance(c, Strided), "a strided output takes no tail"
-            _run_tail(k, f, tail, (c, t), (m, n, nb), (batch, tile), size)
-    lw.launch_last(nb * tiles)
+            _run_tail(k, f, tail, (c, t), (m, n, nb), (batch, tile, strip), (size, width))
+    lw.launch_last(nb * tiles * strips)
     if tail is not None:
         lw.bind(tail.root, tail.out)
 
 
+def _strip(k: KernelBuilder, views: list[str], vtypes: list[str],
+           shape: tuple[str, int, int, bool], strip: IndexExpr) -> None:
+    """Result columns [strip * width, + width): those rows of the (n x m) output view and
+    of the rhs view (n x kk, or kk x n when it is read transposed)."""
+    t, n, width, tb = shape
+    lo, size, size_text = _tile_size(k, n, strip, width)
+    for i in (0, 2):
+        dims = vtypes[i][len(f"memref<{t}x"):].split(",strided")[0].split("x")
+        layout = vtypes[i][vtypes[i].index(",strided"):]
+        if i == 0 and tb:
+            views[i] = k.emit(f"subview {views[i]}[:,{lo}:{size}] : {vtypes[i]}", "v")
+            vtypes[i] = f"memref<{t}x{dims[0]}x{size_text}{layout}"
+        else:
+            views[i] = k.emit(f"subview {views[i]}[{lo}:{size},:] : {vtypes[i]}", "v")
+            vtypes[i] = f"memref<{t}x{size_text}x{dims[1]}{layout}"
+
+
 def _run_tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
-              sizes: tuple[int, int, int], at: tuple[IndexExpr, IndexExpr],
-              rows: int = TILE_M) -> None:
-    """The tail on rows [tile * rows, + rows) of batch element ``batch`` (contiguous in
-    the row-major [B, M, N] result): a foreach over their elements."""
-    (m, n, nb), (batch, tile) = sizes, at
+              sizes: tuple[int, int, int], at: tuple[IndexExpr, IndexExpr, IndexExpr],
+              tile: tuple[int, int] = (TILE_M, 0)) -> None:
+    """The tail on the tile ``at`` = (batch element, row tile, column strip) of ``tile``
+    rows and columns (0: all of them) of the row-major [B, M, N] result: a foreach over
+    its elements (contiguous when the tile has every column)."""
+    (m, n, nb), (batch, row_tile, strip) = sizes, at
+    rows, cols = tile
     buf, acc = c
-    lo = k.imul(k.iadd(k.imul(batch, m), k.imul(tile, rows)), n)
-    hi = k.iadd(lo, rows * n)
-    if m % rows:
-        end = k.idx(k.imul(k.iadd(batch, 1), m * n))
-        hi = k.select(k.cmp("lt", k.idx(hi), end, "index"), k.idx(hi), end, "index")
-    i = k.fresh("i")
-    total, shape = nb * m * n, types.shape(tail.root)
-    with k.block(f"foreach {i} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
-        t = types.elem(tail.source)
-        f.bound[tail.source] = k.cast(k.load(buf, acc, total, i), acc, t)
-        x = f.value(tail.root, k.delinearize(i, shape))
-        k.store(x, tail.out, types.elem(tail.root), total, i)
+    if cols in (0, n):
+        lo = k.imul(k.iadd(k.imul(batch, m), k.imul(row_tile, rows)), n)
+        hi = k.iadd(lo, rows * n)
+        if m % rows:
+            end = k.idx(k.imul(k.iadd(batch, 1), m * n))
+            hi = k.select(k.cmp("lt", k.idx(hi), end, "index"), k.idx(hi), end, "index")
+        i = k.fresh("i")
+        with k.block(f"foreach {i} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
+            _tail_element(k, f, tail, c, nb * m * n, i)
+        return
+    (r_lo, r_hi), (c_lo, c_hi) = (_range(k, m, row_tile, rows), _range(k, n, strip, cols))
+    r, col = k.fresh("i"), k.fresh("i")
+    with k.block(f"foreach ({col}, {r}) = ({c_lo}, {r_lo}), ({c_hi}, {r_hi}) : index {{"):
+        _tail_element(k, f, tail, c, nb * m * n, k.linear([batch, r, col], [nb, m, n]))
+    del buf, acc
+
+
+def _range(k: KernelBuilder, extent: int, tile: IndexExpr, size: int) -> tuple[str, str]:
+    """[tile * size, min(+ size, extent)) as index texts."""
+    lo = k.imul(tile, size)
+    hi = k.iadd(lo, size)
+    if extent % size == 0:
+        return k.idx(lo), k.idx(hi)
+    end = k.idx(extent)
+    return k.idx(lo), k.select(k.cmp("lt", k.idx(hi), end, "index"), k.idx(hi), end, "index")
+
+
+def _tail_element(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str], total: int,
+                  i: IndexExpr) -> None:
+    """The tail's value at linear index ``i`` of the result, stored."""
+    buf, acc = c
+    t = types.elem(tail.source)
+    f.bound[tail.source] = k.cast(k.load(buf, acc, total, i), acc, t)
+    x = f.value(tail.root, k.delinearize(i, types.shape(tail.root)))
+    k.store(x, tail.out, types.elem(tail.root), total, i)
     del f.bound[tail.source]
 
 
