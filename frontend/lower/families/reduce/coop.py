@@ -251,21 +251,77 @@ def columns(lw: FuncLowering, op: Op, dims: list[int], outs: list[int], width: i
             oidxs = [k.delinearize(k.iadd(base, j), out_shape) for j in range(width)]
             accs = [f.value(v, []) for v in inits]
             with k.loop(0, prod(in_shape[d] for d in dims), accs * width, ts * width) as loop:
-                yields: list[str] = []
-                for j, oidx in enumerate(oidxs):
-                    xs = [f.value(v, element_index(k, op, dims, oidx, loop.var))
-                          for v in inputs]
-                    _unbind(f, op)
-                    with k.scope():
-                        yields += f.body(op.regions[0].block,
-                                         loop.carried[j * nres:(j + 1) * nres] + xs)
-                loop.yields = yields
+                loop.yields = _fold_columns(k, f, op, (dims, oidxs), loop.var, loop.carried)
             for j in range(width):
                 at = k.iadd(base, j)
                 for r, out, t in zip(loop.results[j * nres:(j + 1) * nres], outs, ts,
                                      strict=True):
                     k.store(r, out, t, n, at)
     lw.launch_last(-(-items // per_group))
+
+
+SLICED_ITEMS = 64
+"""Work-items (slices times column blocks) of a sliced column reduction."""
+MIN_SLICE = 64
+"""Reduced positions per slice at least."""
+
+
+def column_slices(lw: FuncLowering, op: Op, dims: list[int], outs: list[int],
+                  width: int) -> None:
+    """Few outputs along a kept innermost dimension, folded over many positions (a batch
+    norm's statistics: [16, 32, 32, 32] -> [32]): the reduced positions are cut into
+    slices, and work-item (slice, w) folds outputs [w * width, (w + 1) * width) over its
+    slice, ``width`` accumulators per result, so it reads whole rows of consecutive
+    elements; a second kernel folds the slices' partial results per output.  (A
+    work-group per output would read it a column apart, each row's cache line once per
+    output.)"""
+    inputs = op.operand_group("inputs")
+    in_shape, out_shape = types.shape(inputs[0]), types.shape(op.results[0])
+    ts = [types.elem(r) for r in op.results]
+    n, nres = prod(out_shape), len(ts)
+    length = prod(in_shape[d] for d in dims)
+    items = n // width
+    slices = max(1, min(-(-SLICED_ITEMS // items), length // MIN_SLICE))
+    chunk = -(-length // slices)
+    slices = -(-length // chunk)  # every slice non-empty
+    partials = [lw.new_buffer(t, (n, slices)) for t in ts]
+    with lw.kernel("reduce_cols_sliced") as (k, f):
+        i = k.fresh("i")
+        lo_i = group(k, items * slices)
+        with k.block(f"foreach {i} = {k.idx(lo_i)}, {k.idx(k.iadd(lo_i, 1))} : index {{"):
+            s, w = k.delinearize(i, (slices, items))
+            base = k.imul(w, width)
+            oidxs = [k.delinearize(k.iadd(base, j), out_shape) for j in range(width)]
+            lo = k.imul(s, chunk)
+            firsts = [f.value(v, element_index(k, op, dims, oidx, lo))
+                      for oidx in oidxs for v in inputs]
+            with k.loop(k.iadd(lo, 1), clamp(k, k.iadd(lo, chunk), length), firsts,
+                        ts * width) as loop:
+                loop.yields = _fold_columns(k, f, op, (dims, oidxs), loop.var, loop.carried)
+            for j in range(width):
+                at = k.iadd(k.imul(k.iadd(base, j), slices), s)
+                for r, buf, t in zip(loop.results[j * nres:(j + 1) * nres], partials, ts,
+                                     strict=True):
+                    k.store(r, buf, t, n * slices, at)
+    lw.launch_last(items * slices)
+    fold_partials(lw, op, partials, outs, slices)
+
+
+def _fold_columns(k: KernelBuilder, f: Fused, op: Op,
+                  where: tuple[list[int], list[list[IndexExpr]]], r: IndexExpr,
+                  carried: list[str]) -> list[str]:
+    """The body folded into each output's accumulators (``carried``, ``len(results)``
+    per output of ``oidxs``) with its elements at reduced position ``r``."""
+    dims, oidxs = where
+    inputs = op.operand_group("inputs")
+    nres = len(op.results)
+    yields: list[str] = []
+    for j, oidx in enumerate(oidxs):
+        xs = [f.value(v, element_index(k, op, dims, oidx, r)) for v in inputs]
+        _unbind(f, op)
+        with k.scope():
+            yields += f.body(op.regions[0].block, carried[j * nres:(j + 1) * nres] + xs)
+    return yields
 
 
 def fold_partials(lw: FuncLowering, op: Op, partials: list[int], outs: list[int],

@@ -16,6 +16,7 @@ from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.registry import kernel
 from frontend.lower.families.reduce.coop import (
     clamp,
+    column_slices,
     columns,
     cooperative,
     element_index,
@@ -54,7 +55,10 @@ def reduce(lw: FuncLowering, op: Op) -> None:
     length = prod(in_shape[d] for d in dims)
     outs = [lw.buffer_for(r) for r in op.results]
     n = prod(types.shape(op.results[0]))
-    if _cooperates(in_shape, dims, n, length):
+    width = _column_block(n)
+    if len(in_shape) - 1 not in dims and n <= SLICED_MAX and length >= SLICED_MIN and width:
+        column_slices(lw, op, dims, outs, width)
+    elif _cooperates(in_shape, dims, n, length):
         if not (fold_rows_into(lw, op, outs) or fold_slices_into(lw, op, outs)):
             cooperative(lw, op, dims, outs)
     elif length >= SPLIT_MIN and n * SLICES <= 65536:
@@ -83,6 +87,16 @@ def _columns(n: int) -> int:
     return next((v for v in (16, 8, 4) if n % v == 0 and n >= 4 * v), 1)
 
 
+def _column_block(n: int) -> int:
+    """Consecutive outputs per work-item of a sliced column reduction (0: none fits)."""
+    return next((v for v in (32, 16, 8, 4) if n % v == 0), 0)
+
+
+SLICED_MAX = 64
+"""Outputs along a kept innermost dimension that a sliced column reduction takes at most
+(more give ``columns`` work-items enough)."""
+SLICED_MIN = 1024
+"""Reduced positions a sliced column reduction needs at least."""
 COOP_MIN = 128
 """Reductions at least this long may run cooperatively (see ``reduce_coop``)."""
 
