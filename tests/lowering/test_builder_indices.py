@@ -1,7 +1,8 @@
 """The kernel builder's index arithmetic (:class:`frontend.lower.core.builder.KernelBuilder`):
 a multi-index linearized and delinearized again costs no division, also across reshapes
-that add or drop unit modes (one time step of a sequence), and the result of a program
-reading such a step in a loop against numpy."""
+that add or drop unit modes (one time step of a sequence); a row's index is divided once
+and extended per element; index arithmetic is emitted once per scope; and the result of
+a program reading such a step in a loop against numpy."""
 
 from __future__ import annotations
 
@@ -32,6 +33,31 @@ def test_linearize_with_zero_unit_indices() -> None:
     flat = k.linear([0, i, j], [1, 16, 8])
     assert k.delinearize(flat, [16, 8]) == [i, j]
     assert divisions(k) == 0
+
+
+def test_a_delinearized_row_is_divided_once_and_extended() -> None:
+    """The elements of one row (a reduced position's channels): the row's multi-index is
+    divided out once, and each element's linear index extends the row's linear index
+    instead of recomputing it."""
+    k = KernelBuilder("k")
+    r = k.emit("group_id", "r")
+    flats = []
+    for j in range(4):
+        row = k.delinearize(r, [16, 32, 32])
+        flats.append(k.linear([*row, j], [16, 32, 32, 32]))
+    assert divisions(k) == 4  # r / 32, r % 32, (r / 32) % 32, (r / 32) / 32: once
+    multiplies = sum(" arith.mul " in line for line in k.lines)
+    assert multiplies == 1 and len(set(flats)) == 4  # r * 32, then + j
+
+
+def test_index_arithmetic_is_not_repeated_in_a_scope() -> None:
+    k = KernelBuilder("k")
+    i = k.emit("group_id", "i")
+    assert k.imul(i, 7) == k.imul(i, 7) and k.iadd(i, 3) == k.iadd(i, 3)
+    with k.scope():
+        inner = k.irem(i, 5)
+        assert k.irem(i, 5) == inner
+    assert k.irem(i, 5) != inner  # made again outside the scope it was made in
 
 
 def test_a_step_of_a_projection_in_a_loop() -> None:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 from frontend.ir.attrs import as_complex, as_float, as_int
 
@@ -221,7 +222,7 @@ class KernelBuilder:
             return a
         if a == 0:
             return b
-        return self.arith("add", self.idx(a), self.idx(b), "index")
+        return self._index_op("add", a, b)
 
     def isub(self, a: IndexExpr, b: IndexExpr) -> IndexExpr:
         """a - b on indices, folded."""
@@ -229,7 +230,7 @@ class KernelBuilder:
             return a - b
         if b == 0:
             return a
-        return self.arith("sub", self.idx(a), self.idx(b), "index")
+        return self._index_op("sub", a, b)
 
     def imul(self, a: IndexExpr, b: IndexExpr) -> IndexExpr:
         """a * b on indices, folded."""
@@ -241,19 +242,26 @@ class KernelBuilder:
             return a
         if a == 1:
             return b
-        return self.arith("mul", self.idx(a), self.idx(b), "index")
+        return self._index_op("mul", a, b)
 
     def idiv(self, a: IndexExpr, b: int) -> IndexExpr:
         """a / b for non-negative a, folded."""
         if isinstance(a, int):
             return a // b
-        return a if b == 1 else self.arith("div", a, self.idx(b), "index")
+        return a if b == 1 else self._index_op("div", a, b)
 
     def irem(self, a: IndexExpr, b: int) -> IndexExpr:
         """a % b for non-negative a, folded."""
         if isinstance(a, int):
             return a % b
-        return 0 if b == 1 else self.arith("rem", a, self.idx(b), "index")
+        return 0 if b == 1 else self._index_op("rem", a, b)
+
+    def _index_op(self, op: str, a: IndexExpr, b: IndexExpr) -> str:
+        """``arith.op`` on two indices, emitted once per scope (the indices of neighbouring
+        elements share their row's arithmetic)."""
+        key = ("index", op, a, b)
+        return self.lookup(key) or self.remember(key, self.arith(op, self.idx(a), self.idx(b),
+                                                                 "index"))
 
     def iclamp(self, x: str, lo: int, hi: int) -> str:
         """``x`` (an index SSA value) clamped to ``[lo, hi]``."""
@@ -268,12 +276,20 @@ class KernelBuilder:
 
     def linear(self, idx: Sequence[IndexExpr], shape: Sequence[int]) -> IndexExpr:
         """The row-major linear index of ``idx`` in ``shape``."""
-        known = self.lookup(("lin", tuple(idx), tuple(shape)))
-        if known is not None:
-            return known
-        out: IndexExpr = 0
-        for i, n in zip(idx, shape, strict=True):
-            out = self.iadd(self.imul(out, n), i)
+        # the longest prefix linearized before (a delinearized index with modes added:
+        # an element's row, then its column) is extended, not recomputed
+        start, out = 0, cast(IndexExpr, 0)
+        for p in range(len(idx), 0, -1):
+            known = self.lookup(("lin", tuple(idx[:p]), tuple(shape[:p])))
+            if known is not None:
+                start, out = p, known
+                break
+        if start == len(idx):
+            return out
+        for p in range(start, len(idx)):
+            out = self.iadd(self.imul(out, shape[p]), idx[p])
+            if isinstance(out, str) and p + 1 < len(idx):
+                self.remember(("lin", tuple(idx[:p + 1]), tuple(shape[:p + 1])), out)
         if isinstance(out, str):  # delinearize(linear(idx)) is idx: no division
             self.remember(("lin", tuple(idx), tuple(shape)), out)
             if all(i == 0 for i, n in zip(idx, shape, strict=True) if n == 1):
@@ -296,6 +312,8 @@ class KernelBuilder:
             rest = self.idiv(rest, n) if k else rest
         if isinstance(i, str):
             self.remember(("lin", tuple(idx[::-1]), tuple(shape)), i)
+            self.remember_index(("delin", i, _without_units(shape)),
+                                tuple(e for e, n in zip(idx[::-1], shape, strict=True) if n != 1))
         return idx[::-1]
 
     # -- memory and loops ----------------------------------------------------------------------
