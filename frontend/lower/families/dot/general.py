@@ -23,6 +23,7 @@ from frontend.lower.core.builder import IndexExpr, KernelBuilder, groups_nd, num
 from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.fused import Fused
 from frontend.lower.core.registry import kernel
+from frontend.lower.families.reduce.coop import clamp
 from tensorlang.diagnostics import CompileError
 
 
@@ -518,14 +519,13 @@ def _strip(k: KernelBuilder, views: list[str], vtypes: list[str],
 
 def _run_tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
               sizes: tuple[int, int, int], at: tuple[IndexExpr, IndexExpr, IndexExpr],
-              tile: tuple[int, int] = (TILE_M, 0)) -> None:
+              tile: tuple[int, int]) -> None:
     """The tail on the tile ``at`` = (batch element, row tile, column strip) of ``tile``
-    rows and columns (0: all of them) of the row-major [B, M, N] result: a foreach over
-    its elements (contiguous when the tile has every column)."""
+    rows and columns of the row-major [B, M, N] result: a foreach over its elements
+    (contiguous when the tile has every column)."""
     (m, n, nb), (batch, row_tile, strip) = sizes, at
     rows, cols = tile
-    buf, acc = c
-    if cols in (0, n):
+    if cols == n:
         lo = k.imul(k.iadd(k.imul(batch, m), k.imul(row_tile, rows)), n)
         hi = k.iadd(lo, rows * n)
         if m % rows:
@@ -539,17 +539,13 @@ def _run_tail(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str],
     r, col = k.fresh("i"), k.fresh("i")
     with k.block(f"foreach ({col}, {r}) = ({c_lo}, {r_lo}), ({c_hi}, {r_hi}) : index {{"):
         _tail_element(k, f, tail, c, nb * m * n, k.linear([batch, r, col], [nb, m, n]))
-    del buf, acc
 
 
 def _range(k: KernelBuilder, extent: int, tile: IndexExpr, size: int) -> tuple[str, str]:
     """[tile * size, min(+ size, extent)) as index texts."""
     lo = k.imul(tile, size)
     hi = k.iadd(lo, size)
-    if extent % size == 0:
-        return k.idx(lo), k.idx(hi)
-    end = k.idx(extent)
-    return k.idx(lo), k.select(k.cmp("lt", k.idx(hi), end, "index"), k.idx(hi), end, "index")
+    return k.idx(lo), k.idx(hi if extent % size == 0 else clamp(k, hi, extent))
 
 
 def _tail_element(k: KernelBuilder, f: Fused, tail: Tail, c: tuple[int, str], total: int,
