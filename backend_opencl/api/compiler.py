@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from frontend.ir.core import Module as StableHLOModule
     from frontend.lower import Lowered
     from tensorlang.plan import Plan
-    from tensorlang.schedule.launch import LaunchCheck
+    from tensorlang.schedule.contracts import LaunchCheck
 
     RunDevice = Device | SyclDevice
     """A device tlc runs on: an OpenCL device or a SYCL queue's."""

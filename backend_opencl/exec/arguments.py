@@ -28,7 +28,7 @@ from tensorlang.ir.types import GroupType, MemRefType, ScalarType, dim_str
 
 if TYPE_CHECKING:  # neither the code generator nor islpy is loaded to run a kernel
     from backend_opencl.emit.guards import GuardSite
-    from tensorlang.schedule.launch import Form, GroupCount, LaunchCheck, Quantity
+    from tensorlang.schedule.contracts import Form, GroupCount, LaunchCheck, Quantity
 
 Value = int | np.ndarray
 """A launch-check quantity's value: one number, or one per work-group."""

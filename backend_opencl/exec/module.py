@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the code generator is not imported when a module comes from
     from backend_opencl.emit import EmittedProgram, KernelInfo
     from backend_opencl.emit.guards import GuardSite
     from tensorlang.ir.core import Program
-    from tensorlang.schedule.launch import GroupCount, LaunchCheck
+    from tensorlang.schedule.contracts import GroupCount, LaunchCheck
 
 
 def aligned_empty(shape: tuple[int, ...], dtype: DTypeLike, order: Literal["C", "F"] = "F",
@@ -74,7 +74,7 @@ class StoredKernel:
     guards: tuple[GuardSite, ...] = field(default=())
     checks: tuple[LaunchCheck, ...] = field(default=())
     groups: GroupCount | None = None
-    """``tensorlang.schedule.launch.GroupCount``: the default ``num_groups``."""
+    """``tensorlang.schedule.contracts.GroupCount``: the default ``num_groups``."""
 
     @staticmethod
     def of(info: KernelInfo | StoredKernel, checks: tuple[LaunchCheck, ...] = ()
@@ -170,7 +170,7 @@ class Kernel:
         """The runtime's kernel object (:meth:`KernelRuntime.launch` takes it)."""
         self.written = written
         self.checks = checks
-        """The launch checks (``tensorlang.schedule.launch.LaunchCheck``) run before a launch."""
+        """The launch checks (``tensorlang.schedule.contracts.LaunchCheck``) run before a launch."""
         self._records: list[object] = []  # zeroed bounds-guard records, one per launch in flight
         self._max_groups = runtime.max_groups(info.plan.work_group_size)
         self._lock = threading.Lock()

@@ -29,49 +29,10 @@ from tensorlang.ir.types import GroupType, MemRefType, ScalarType
 from tensorlang.schedule import space
 from tensorlang.schedule.affine import Symbols, View, _sizes, _subview, affine, view
 from tensorlang.schedule.bounds import SizePair, facts, operation_budget
+from tensorlang.schedule.contracts import Form, GroupCount, LaunchCheck, Quantity
 
 NUM_GROUPS = "tlc_num_groups"
 _MEMBERS = "tlc_members_"
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A value the host knows at launch.
-
-    ``kind``: ``size`` (mode ``mode`` of memref argument ``arg``), ``scalar`` (integer
-    argument ``arg``), ``groups`` (``num_groups``), ``members`` (the member count of group
-    argument ``arg``), ``group_id`` (every work-group id) or ``msize`` (mode ``mode`` of
-    the member of group ``arg`` that work-group ``group_id`` loads).
-    """
-
-    kind: str
-    arg: int = -1
-    mode: int = -1
-
-
-@dataclass(frozen=True)
-class Form:
-    """``sum(coefficient * quantity) + constant``, compared with 0 (``>= 0`` or ``== 0``)."""
-
-    terms: tuple[tuple[Quantity, int], ...]
-    constant: int
-    equality: bool
-
-
-@dataclass(frozen=True)
-class LaunchCheck:
-    """A launch is invalid when every form of one of ``violations`` holds.
-
-    ``arg``/``mode``: the argument (and mode, -1 for none) the message names first;
-    ``what``: the instruction and its source location.
-    """
-
-    arg: int
-    mode: int
-    what: str
-    violations: tuple[tuple[Form, ...], ...]
-    kind: str = "access"
-    """``access`` (of a memref), ``member`` (a group's member index) or ``sizes``."""
 
 
 @dataclass(frozen=True)
@@ -463,21 +424,6 @@ def _forms(bad: isl.Set,
                               c.is_equality()))
         out.append(tuple(forms))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class GroupCount:
-    """Where a launch's number of work-groups comes from when the caller omits it.
-
-    ``modes``: the argument modes (``size``) and group member counts (``members``) that
-    ``group_id`` indexes directly (``subview %D[:, %g]``, ``load %A[%g]``, ``load``/
-    ``store`` at ``%g``): each needs one work-group per entry, so their sizes, when they
-    agree, are the count.  ``uses_groups``: the kernel reads ``group_id`` or
-    ``group_size`` at all (without, one work-group computes everything).
-    """
-
-    modes: tuple[Quantity, ...]
-    uses_groups: bool
 
 
 def group_count(func: Function) -> GroupCount:
