@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from frontend.lower import families  # noqa: F401 - the families register their lowerings
 from frontend.lower.core.driver import Lowered, lower_function
-from frontend.lower.core.merge_launches import merged_launches
+from frontend.lower.core.merged import merged_launches
 
 __all__ = ["Lowered", "lower_function", "merged_launches"]

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from frontend.lower.core.driver import Lowered
 from tensorlang.ir.ops import OPS
 from tensorlang.plan import Free, Launch, Step, launches, with_nested
 
@@ -62,15 +61,6 @@ class Kernel:
             return None
         name, params, attributes, body = match.groups()
         return Kernel(name, tuple(_PARAM.findall(params)), attributes.strip(), body)
-
-
-def merged_launches(lowered: Lowered) -> Lowered:
-    """``lowered`` with its runs of one-work-group launches merged (the module
-    docstring).  The back end applies it to what it compiles and prints; the lowering's
-    own output keeps a kernel per launch (what its tests look at)."""
-    texts, steps = merge_launches(re.split(r"\n(?=func @)", lowered.kernels),
-                                  lowered.plan.steps)
-    return replace(lowered, kernels="\n".join(texts), plan=replace(lowered.plan, steps=steps))
 
 
 def merge_launches(texts: Sequence[str], steps: Sequence[Step]
