@@ -19,7 +19,10 @@ layers, randomly initialised; a pure function ``fn(params, *inputs)``):
   built and the device initialised: *cold* with tlc's and PoCL's disk caches in an empty
   temporary folder (``TLC_CACHE_DIR``, ``POCL_CACHE_DIR``) and jax's persistent cache
   off, then *warm*: tlc again in a fresh process with the disk caches the cold one filled
-  (jax still traces; tlc's lowering and the OpenCL build come from disk).
+  (jax still traces; tlc's lowering and the OpenCL build come from disk).  Each runs
+  ``f.lower(*args)`` (jax's trace and lowering, timed apart), ``.compile()`` and the
+  compiled call; *warm past trace* is the warm call without jax's trace, what tlc itself
+  takes.
 
 A model whose build or tlc compile fails is an ERROR row with the first line of the
 error (the run goes on), a wrong one a WRONG row; neither is timed.  Printed: the table
@@ -94,6 +97,8 @@ class Row:
     """Seconds of each of :data:`FIRST_CALLS`, or why it is missing."""
     warm_missed: bool = False
     """The warm first call missed tlc's disk cache (marked ``*``)."""
+    warm_trace: float | None = None
+    """Seconds of jax's trace and lowering within the warm first call."""
 
     def ratio(self, suffix: str = "") -> float | None:
         """tlc/XLA per call (``suffix`` " jax": with jax arrays in)."""
@@ -104,6 +109,11 @@ class Row:
         """A first-call time in seconds, None when not measured or failed."""
         value = self.first.get(which)
         return value if isinstance(value, float) else None
+
+    def warm_past_trace(self) -> float | None:
+        """The warm first call without jax's trace and lowering: tlc's own part."""
+        warm = self.seconds("warm tlc")
+        return None if warm is None or self.warm_trace is None else warm - self.warm_trace
 
     def cold_ratio(self) -> float | None:
         """Cold first call, tlc/XLA."""
@@ -219,11 +229,11 @@ def first_calls(row: Row, timeout: int) -> None:
     with tempfile.TemporaryDirectory(prefix="tlc-models-") as folder:
         caches = {"TLC_CACHE_DIR": str(Path(folder, "tlc")),
                   "POCL_CACHE_DIR": str(Path(folder, "pocl"))}
-        row.first = {"cold tlc": _subprocess("tlc", row.name, caches, timeout),
-                     "cold xla": _subprocess("xla", row.name, caches, timeout)}
+        row.first = {"cold tlc": _subprocess("tlc", row.name, caches, timeout)[0],
+                     "cold xla": _subprocess("xla", row.name, caches, timeout)[0]}
         lowered = Path(folder, "tlc", diskcache.LOWERED)
         stored = _entries(lowered)
-        row.first["warm tlc"] = _subprocess("tlc", row.name, caches, timeout)
+        row.first["warm tlc"], row.warm_trace = _subprocess("tlc", row.name, caches, timeout)
         row.warm_missed = bool(_entries(lowered) - stored)
 
 
@@ -232,8 +242,10 @@ def _entries(folder: Path) -> set[str]:
     return set(os.listdir(folder)) if folder.is_dir() else set()
 
 
-def _subprocess(peer: str, name: str, caches: dict[str, str], timeout: int) -> float | str:
-    """Seconds of one first call in a fresh process, or why there are none."""
+def _subprocess(peer: str, name: str, caches: dict[str, str], timeout: int
+                ) -> tuple[float | str, float | None]:
+    """Seconds of one first call in a fresh process (or why there are none), and of
+    jax's trace and lowering within it."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("TLC_TUNE_CACHE", "JAX_COMPILATION_CACHE_DIR", "TLC_PROFILE")}
     env.update(caches, JAX_ENABLE_COMPILATION_CACHE="false", KERAS_BACKEND="jax")
@@ -242,13 +254,15 @@ def _subprocess(peer: str, name: str, caches: dict[str, str], timeout: int) -> f
         done = subprocess.run(command, env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"timeout ({timeout} s)"
+        return f"timeout ({timeout} s)", None
     for text in reversed(done.stdout.splitlines()):
         if text.startswith(FIRST_CALL):
             result = json.loads(text[len(FIRST_CALL):])
-            return float(result["seconds"]) if "seconds" in result else str(result["error"])
+            if "seconds" not in result:
+                return str(result["error"]), None
+            return float(result["seconds"]), float(result["trace"])
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return f"exit {done.returncode}: {tail[:200]}"
+    return f"exit {done.returncode}: {tail[:200]}", None
 
 
 def child(peer: str, name: str) -> int:
@@ -267,8 +281,11 @@ def child(peer: str, name: str) -> int:
         else:
             jitted = jax.jit(fn)
         start = time.perf_counter()
-        jax.block_until_ready(jitted(*args))
-        result: dict[str, Any] = {"seconds": time.perf_counter() - start}
+        lowered = jitted.lower(*args)
+        traced = time.perf_counter()
+        jax.block_until_ready(lowered.compile()(*args))
+        result: dict[str, Any] = {"seconds": time.perf_counter() - start,
+                                  "trace": traced - start}
     except Exception as exc:
         result = {"error": first_line(exc)}
     print(FIRST_CALL + json.dumps(result), flush=True)
@@ -300,7 +317,7 @@ def _s(value: float | str | None) -> str:
 
 HEADER = ("model", "library", "correct?", "max rel err", "tlc us", "xla us", "tlc/xla",
           "tlc us (jax in)", "xla us (jax in)", "tlc/xla (jax in)", "cold tlc s",
-          "cold xla s", "warm tlc s")
+          "cold xla s", "warm tlc s", "warm past trace s")
 """The table's columns."""
 
 
@@ -316,8 +333,9 @@ def line(row: Row) -> str:
     cells = [row.name, row.library, correct, error,
              _us(row.times.get("tlc")), _us(row.times.get("xla")), _x(row.ratio()),
              _us(row.times.get("tlc jax")), _us(row.times.get("xla jax")),
-             _x(row.ratio(" jax")), *(_s(row.first.get(k)) for k in FIRST_CALLS)]
-    cells[-1] += "*" if row.warm_missed else ""
+             _x(row.ratio(" jax")), *(_s(row.first.get(k)) for k in FIRST_CALLS),
+             _s(row.warm_past_trace())]
+    cells[-2] += "*" if row.warm_missed else ""
     return "| " + " | ".join(cells) + " |"
 
 
@@ -356,6 +374,8 @@ def summary(rows: Sequence[Row]) -> list[str]:
                    + _names(rows, lambda r: r.seconds("cold xla"), SLOW_COLD_S, " s"))
         out.append(f"- warm tlc first call over {SLOW_WARM_S} s: "
                    + _names(rows, lambda r: r.seconds("warm tlc"), SLOW_WARM_S, " s"))
+        out.append(f"- warm tlc first call past jax's trace over {SLOW_WARM_S} s: "
+                   + _names(rows, Row.warm_past_trace, SLOW_WARM_S, " s"))
     missed = [row.name for row in rows if row.warm_missed]
     if missed:
         out.append("- warm first calls that missed tlc's disk cache (*; tlc's sources changed "

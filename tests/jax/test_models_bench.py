@@ -56,14 +56,17 @@ def test_table_and_summary() -> None:
             _row("broken_first_call", 1e-4, 1e-4, cold="exit 1: boom"),
             bench.Row("bad", "lib", status="ERROR", reason="JaxCompileError: no")]
     rows[1].warm_missed = True
+    rows[0].warm_trace, rows[1].warm_trace = 0.04, 0.03
     assert all(len(bench.line(r).split(" | ")) == len(bench.HEADER) for r in rows)
     assert "| bad | lib | **ERROR** |" in bench.line(rows[3])
-    assert bench.line(rows[1]).endswith("| 8.00 | 0.50 | 0.05* |")
+    assert bench.line(rows[1]).endswith("| 8.00 | 0.50 | 0.05* | 0.02 |")
+    assert bench.line(rows[2]).endswith("| 0.05 | - |")  # no trace measured
     text = "\n".join(bench.summary(rows))
     assert f"per call (numpy in): **{(0.5 * 4 * 1) ** (1 / 3):.2f}** over 3 models" in text
     assert "worst per call: slow 4.00x" in text
     assert "over 1.25x XLA per call: 1 (slow 4.00x)" in text
     assert "cold tlc first call over 5 s: 1 (slow 8.00 s)" in text
+    assert "warm tlc first call past jax's trace over 0.1 s: 0" in text
     assert "failures: 1 of 4 models (bad ERROR)" in text
     assert "- bad: JaxCompileError: no" in text
     assert "broken_first_call: cold tlc first call: exit 1: boom" in text
