@@ -27,23 +27,24 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from frontend.lower.core.merge_launches import (
     _BLAS,
     MAX_LINES,
     MAX_PARTS,
     Kernel,
-    _renamed,
+    RunMerger,
     _repeatable,
+    header,
 )
-from tensorlang.plan import Free, Launch, Step, launches, with_nested
+from tensorlang.plan import Launch, Step, launches
 
 _GROUP_ID = re.compile(r"^(\s*)%(\w+) = group_id$", re.MULTILINE)
 _UNMERGEABLE = re.compile(r"\b(?:alloca|num_groups)\b")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Part:
     """A launch of a run with the buffers it reads and writes."""
 
@@ -51,19 +52,10 @@ class _Part:
     reads: frozenset[int]
     writes: frozenset[int]
 
-
-@dataclass
-class _Run:
-    """Consecutive independent launches, and the frees met among them."""
-
-    parts: list[_Part] = field(default_factory=list)
-    frees: list[Step] = field(default_factory=list)
-
-    def conflicts(self, part: _Part) -> bool:
-        """Whether ``part`` reads or writes what a part of the run writes, or writes what
-        one reads."""
-        return any(part.writes & (p.reads | p.writes) or part.reads & p.writes
-                   for p in self.parts)
+    def conflicts(self, other: _Part) -> bool:
+        """Whether this part reads or writes what ``other`` writes, or writes what it
+        reads."""
+        return bool(self.writes & (other.reads | other.writes) or self.reads & other.writes)
 
 
 def merge_independent(texts: Sequence[str], steps: Sequence[Step], params: Sequence[int]
@@ -71,50 +63,20 @@ def merge_independent(texts: Sequence[str], steps: Sequence[Step], params: Seque
     """The kernels and steps of a plan with its runs of independent launches merged side
     by side (the module docstring; ``params``: the plan's parameter buffers); kernels no
     longer launched are dropped."""
-    kernels = {k.name: k for t in texts if (k := Kernel.parse(t)) is not None}
-    merger = _Merger(kernels, frozenset(params),
-                     Counter(s.kernel for s in launches(tuple(steps))))
-    merged = merger.steps(steps)
-    launched = {s.kernel for s in launches(merged)}
-    kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
-    return kept + merger.made, merged
+    uses = Counter(s.kernel for s in launches(tuple(steps)))
+    return _IndependentRuns(texts, frozenset(params), uses).merged(texts, steps)
 
 
-class _Merger:
-    def __init__(self, kernels: dict[str, Kernel], params: frozenset[int],
-                 uses: Counter[str]) -> None:
-        self.kernels = kernels
+class _IndependentRuns(RunMerger[_Part]):
+    """Runs of independent launches, side by side."""
+
+    def __init__(self, texts: Sequence[str], params: frozenset[int], uses: Counter[str]
+                 ) -> None:
+        super().__init__(texts)
         self.params = params
         self.uses = uses
-        self.made: list[str] = []
 
-    def steps(self, steps: Sequence[Step]) -> tuple[Step, ...]:
-        out: list[Step] = []
-        run = _Run()
-
-        def flush() -> None:
-            nonlocal run
-            out.extend([self._merge(run.parts)] if len(run.parts) > 1
-                       else [p.launch for p in run.parts])
-            out.extend(run.frees)
-            run = _Run()
-
-        for step in steps:
-            part = self._part(step) if isinstance(step, Launch) else None
-            if part is not None:
-                if run.parts and not self._fits(run, part):
-                    flush()
-                run.parts.append(part)
-            elif isinstance(step, Free) and run.parts:
-                run.frees.append(step)
-            else:
-                flush()
-                out.append(with_nested(step, self.steps))
-        flush()
-        return tuple(out)
-
-    def _part(self, launch: Launch) -> _Part | None:
-        """``launch`` as a part of a run, or None when it cannot be one."""
+    def part(self, launch: Launch) -> _Part | None:
         kernel = self.kernels.get(launch.kernel)
         if kernel is None or len(kernel.params) != len(launch.args) or launch.num_groups < 1 \
                 or kernel.attributes or _UNMERGEABLE.search(kernel.body) \
@@ -127,33 +89,28 @@ class _Merger:
             return None
         return _Part(launch, frozenset(launch.args) - writes, writes)
 
-    def _fits(self, run: _Run, part: _Part) -> bool:
-        kernel = self.kernels[part.launch.kernel]
-        first = self.kernels[run.parts[0].launch.kernel]
-        lines = sum(self.kernels[p.launch.kernel].body.count("\n") + 1 for p in run.parts)
-        return len(run.parts) < MAX_PARTS and lines + kernel.body.count("\n") < MAX_LINES \
-            and bool(_BLAS.search(kernel.body)) == bool(_BLAS.search(first.body)) \
-            and not run.conflicts(part)
+    def launch(self, part: _Part) -> Launch:
+        return part.launch
 
-    def _merge(self, parts: list[_Part]) -> Launch:
+    def fits(self, run: list[_Part], part: _Part) -> bool:
+        kernel = self.kernels[part.launch.kernel]
+        first = self.kernels[run[0].launch.kernel]
+        return len(run) < MAX_PARTS and self.lines(run) + kernel.body.count("\n") < MAX_LINES \
+            and bool(_BLAS.search(kernel.body)) == bool(_BLAS.search(first.body)) \
+            and not any(part.conflicts(p) for p in run)
+
+    def merge(self, run: list[_Part]) -> Launch:
         """One kernel whose work-groups run the parts' (the module docstring), and its
         launch."""
-        params: dict[int, str] = {}
-        bodies = ["  %tlc_gid = group_id"]
+        params, bodies = self.renamed_apart(run)
+        ranged = ["  %tlc_gid = group_id"]
         start = 0
-        for k, part in enumerate(parts):
-            kernel = self.kernels[part.launch.kernel]
-            names = {}
-            for (value, type_), buffer in zip(kernel.params, part.launch.args, strict=True):
-                names[value] = f"b{buffer}"
-                params.setdefault(buffer, type_)
+        for k, (part, body) in enumerate(zip(run, bodies, strict=True)):
             end = start + part.launch.num_groups
-            body = _renamed(kernel.body, names, f"_{k}")
-            bodies.append(_in_range(k, start, end, _shifted(body, f"%tlc_start{k}")))
+            ranged.append(_in_range(k, start, end, _shifted(body, f"%tlc_start{k}")))
             start = end
-        name = f"{parts[0].launch.kernel}_side{len(self.made)}"
-        header = ", ".join(f"%b{buffer}: {type_}" for buffer, type_ in params.items())
-        self.made.append(f"func @{name}({header}) {{\n" + "\n".join(bodies) + "\n}\n")
+        name = f"{run[0].launch.kernel}_side{len(self.made)}"
+        self.made.append(f"func @{name}({header(params)}) {{\n" + "\n".join(ranged) + "\n}\n")
         return Launch(name, tuple(params), start)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from tensorlang.ir.ops import OPS
 from tensorlang.plan import Free, Launch, Step, launches, with_nested
@@ -67,34 +68,52 @@ def merge_launches(texts: Sequence[str], steps: Sequence[Step]
                    ) -> tuple[list[str], tuple[Step, ...]]:
     """The kernels and steps of a plan with its runs of one-work-group launches merged;
     kernels no longer launched are dropped."""
-    merger = _Merger({k.name: k for t in texts if (k := Kernel.parse(t)) is not None})
-    merged = merger.steps(steps)
-    launched = {s.kernel for s in launches(merged)}
-    kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
-    return kept + merger.made, merged
+    return _OneGroupRuns(texts).merged(texts, steps)
 
 
-class _Merger:
-    def __init__(self, kernels: dict[str, Kernel]) -> None:
-        self.kernels = kernels
+P = TypeVar("P")
+"""What a run is made of: a launch, or a launch with what :class:`RunMerger` needs of it."""
+
+
+class RunMerger(Generic[P]):
+    """Runs of consecutive launches merged into one kernel each, as a subclass decides:
+    which launches can be parts (:meth:`part`), which join the run before them
+    (:meth:`fits`) and what the merged kernel is (:meth:`merge`, appending its text to
+    ``made``).  ``Free`` steps inside a run move after the merged launch (a buffer freed
+    between two parts must not be reused while the kernel runs); any other step ends a
+    run, and runs inside loops and branches merge too."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.kernels = {k.name: k for t in texts if (k := Kernel.parse(t)) is not None}
         self.made: list[str] = []
 
+    def merged(self, texts: Sequence[str], steps: Sequence[Step]
+               ) -> tuple[list[str], tuple[Step, ...]]:
+        """The kernels and steps with the runs merged; kernels no longer launched are
+        dropped."""
+        merged = self.steps(steps)
+        launched = {s.kernel for s in launches(merged)}
+        kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
+        return kept + self.made, merged
+
     def steps(self, steps: Sequence[Step]) -> tuple[Step, ...]:
+        """``steps`` with their runs merged."""
         out: list[Step] = []
-        run: list[Launch] = []
+        run: list[P] = []
         frees: list[Step] = []
 
         def flush() -> None:
-            out.extend([self._merge(run)] if len(run) > 1 else run)
+            out.extend([self.merge(run)] if len(run) > 1 else map(self.launch, run))
             out.extend(frees)
             run.clear()
             frees.clear()
 
         for step in steps:
-            if isinstance(step, Launch) and self._mergeable(step):
-                if run and not self._fits(run, step):
+            part = self.part(step) if isinstance(step, Launch) else None
+            if part is not None:
+                if run and not self.fits(run, part):
                     flush()
-                run.append(step)
+                run.append(part)
             elif isinstance(step, Free) and run:
                 frees.append(step)
             else:
@@ -103,33 +122,70 @@ class _Merger:
         flush()
         return tuple(out)
 
-    def _mergeable(self, launch: Launch) -> bool:
-        kernel = self.kernels.get(launch.kernel)
-        return launch.num_groups == 1 and kernel is not None \
-            and len(kernel.params) == len(launch.args)
+    def part(self, launch: Launch) -> P | None:
+        """``launch`` as a part of a run, or None when it cannot be one."""
+        raise NotImplementedError
 
-    def _fits(self, run: list[Launch], launch: Launch) -> bool:
-        kernel = self.kernels[launch.kernel]
-        lines = sum(self.kernels[r.kernel].body.count("\n") + 1 for r in run)
-        return len(run) < MAX_PARTS and lines + kernel.body.count("\n") < MAX_LINES \
-            and kernel.attributes == self.kernels[run[0].kernel].attributes \
-            and (_repeatable(kernel) or all(r.kernel != launch.kernel for r in run))
+    def launch(self, part: P) -> Launch:
+        """The launch ``part`` stands for."""
+        raise NotImplementedError
 
-    def _merge(self, run: list[Launch]) -> Launch:
-        """One kernel doing what the launches of ``run`` did, and its launch."""
+    def fits(self, run: list[P], part: P) -> bool:
+        """Whether ``part`` joins ``run``."""
+        raise NotImplementedError
+
+    def merge(self, run: list[P]) -> Launch:
+        """The launch of one kernel doing what ``run``'s launches did."""
+        raise NotImplementedError
+
+    def lines(self, run: Sequence[P]) -> int:
+        """The lines of the run's kernels together."""
+        return sum(self.kernels[self.launch(p).kernel].body.count("\n") + 1 for p in run)
+
+    def renamed_apart(self, run: Sequence[P]) -> tuple[dict[int, str], list[str]]:
+        """The run's buffers (each with its memref type) and its parts' bodies, each
+        part's parameters named after their buffers and its other values renamed apart."""
         params: dict[int, str] = {}
         bodies = []
-        for part, launch in enumerate(run):
+        for k, part in enumerate(run):
+            launch = self.launch(part)
             kernel = self.kernels[launch.kernel]
             names = {}
             for (value, type_), buffer in zip(kernel.params, launch.args, strict=True):
                 names[value] = f"b{buffer}"
                 params.setdefault(buffer, type_)
-            bodies.append(_renamed(kernel.body, names, f"_{part}"))
+            bodies.append(_renamed(kernel.body, names, f"_{k}"))
+        return params, bodies
+
+
+def header(params: dict[int, str]) -> str:
+    """A merged kernel's parameter list: one per buffer, named after it."""
+    return ", ".join(f"%b{buffer}: {type_}" for buffer, type_ in params.items())
+
+
+class _OneGroupRuns(RunMerger[Launch]):
+    """Runs of one-work-group launches, their bodies one after the other."""
+
+    def part(self, launch: Launch) -> Launch | None:
+        kernel = self.kernels.get(launch.kernel)
+        mergeable = launch.num_groups == 1 and kernel is not None \
+            and len(kernel.params) == len(launch.args)
+        return launch if mergeable else None
+
+    def launch(self, part: Launch) -> Launch:
+        return part
+
+    def fits(self, run: list[Launch], launch: Launch) -> bool:
+        kernel = self.kernels[launch.kernel]
+        return len(run) < MAX_PARTS and self.lines(run) + kernel.body.count("\n") < MAX_LINES \
+            and kernel.attributes == self.kernels[run[0].kernel].attributes \
+            and (_repeatable(kernel) or all(r.kernel != launch.kernel for r in run))
+
+    def merge(self, run: list[Launch]) -> Launch:
+        params, bodies = self.renamed_apart(run)
         name = f"{run[0].kernel}_merged{len(self.made)}"
-        header = ", ".join(f"%b{buffer}: {type_}" for buffer, type_ in params.items())
         attributes = self.kernels[run[0].kernel].attributes
-        self.made.append(f"func @{name}({header}){' ' + attributes if attributes else ''} "
+        self.made.append(f"func @{name}({header(params)}){' ' + attributes if attributes else ''} "
                          f"{{\n" + "\n".join(bodies) + "\n}\n")
         return Launch(name, tuple(params), 1)
 
