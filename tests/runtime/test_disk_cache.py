@@ -589,3 +589,24 @@ def test_the_source_hash_covers_every_library_module(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(compiler, "_SOURCE_HASH", [])
     monkeypatch.setattr(compiler, "source_files", lambda: sorted(files)[1:])
     assert compiler._source_hash() != before
+
+
+def test_a_cached_program_runs_without_islpy(cache: Path) -> None:
+    """A second process runs a StableHLO program from the disk cache without importing
+    islpy (its modules' launch contracts are plain data, tensorlang/schedule/contracts.py)."""
+    code = ("import sys, numpy as np, backend_opencl\n"
+            f"exe = backend_opencl.compile_stablehlo({SMALL!r})\n"
+            "a, b = np.random.default_rng(7).standard_normal((2, 4, 8), dtype=np.float32)\n"
+            "np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6, atol=1e-6)\n"
+            "print('islpy' in sys.modules)\n")
+    env = {**os.environ, diskcache.DIR_ENV: str(cache)}
+
+    def islpy_imported() -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert islpy_imported() == "True"  # the cold process scheduled the kernels with isl
+    assert len(_lowered_files(cache)) == 1
+    assert islpy_imported() == "False"
