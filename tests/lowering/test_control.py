@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.lowering.conftest import module, rand, run
 
@@ -91,3 +92,79 @@ def test_case_branches_compute_into_the_results() -> None:
         want = (np.sin(x) @ w, np.sin(x) @ w) if sign > 0 else (np.cos(x) @ w, x)
         for g, v in zip(got, want, strict=True):
             np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5)
+
+
+ERROR_CHECK = module("(%x: tensor<8xf32>, %i: tensor<i32>) -> (tensor<8xf32>, tensor<8xf32>)", """
+  %v = stablehlo.exponential %x : tensor<8xf32>
+  %s = stablehlo.sine %x : tensor<8xf32>
+  %r:2 = "stablehlo.case"(%i) ({
+    stablehlo.return %v, %s : tensor<8xf32>, tensor<8xf32>
+  }, {
+    %n = stablehlo.negate %x : tensor<8xf32>
+    %c = stablehlo.cosine %x : tensor<8xf32>
+    stablehlo.return %n, %c : tensor<8xf32>, tensor<8xf32>
+  }) : (tensor<i32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %after = stablehlo.add %r#0, %x : tensor<8xf32>
+  return %after, {after} : tensor<8xf32>, tensor<8xf32>""")
+"""An error check's shape: a branch passing values through, another computing others.
+``{after}`` is what the second result is: the case's second result (read), or ``%x``
+(not read: neither branch computes it)."""
+
+
+def _case_steps(text: str) -> tuple[tuple, ...]:
+    """The steps of each branch of ``text``'s case, as lowered (a kernel per launch)."""
+    import frontend
+    from frontend.lower import lower_function
+    from tensorlang.plan import Case
+
+    steps = lower_function(frontend.parse(text)).plan.steps
+    return next(s for s in steps if isinstance(s, Case)).branches
+
+
+@pytest.mark.parametrize("second", ["%r#1", "%x"])
+def test_a_passed_through_result_takes_the_value_buffer(second: str) -> None:
+    """The branch passing ``%v`` through copies nothing into the case's result (the
+    other branch writes over the dead ``%v``); a result nothing reads is computed by no
+    branch.  Both branches against numpy."""
+    from tensorlang.plan import Copy, Launch
+
+    text = ERROR_CHECK.replace("{after}", second)
+    passing, computing = _case_steps(text)
+    assert not any(isinstance(s, Copy) for s in passing)
+    assert len([s for s in computing if isinstance(s, Launch)]) == (2 if second == "%r#1" else 1)
+    x = rand((8,))
+    for index, (first, other) in enumerate([(np.exp(x), np.sin(x)), (-x, np.cos(x))]):
+        got = run(text, x, np.int32(index))
+        np.testing.assert_allclose(got[0], first + x, rtol=1e-6)
+        np.testing.assert_allclose(got[1], other if second == "%r#1" else x, rtol=1e-6)
+
+
+LAZY_READER = module("(%x: tensor<8xf32>, %i: tensor<i32>) -> (tensor<8xf32>, tensor<8xf32>)", """
+  %v = stablehlo.exponential %x : tensor<8xf32>
+  %m = stablehlo.reduce(%v init: %z) applies stablehlo.add across dimensions = [0]
+       : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  %b = stablehlo.optimization_barrier %v : tensor<8xf32>
+  %later = stablehlo.sine %v : tensor<8xf32>
+  %r = "stablehlo.case"(%i) ({
+    stablehlo.return %b : tensor<8xf32>
+  }, {
+    %n = stablehlo.negate %x : tensor<8xf32>
+    stablehlo.return %n : tensor<8xf32>
+  }) : (tensor<i32>) -> tensor<8xf32>
+  return %r, %later : tensor<8xf32>, tensor<8xf32>""").replace(
+    "%m = ", "%z = stablehlo.constant dense<0.0> : tensor<f32>\n  %m = ")
+
+
+def test_a_buffer_a_lazy_value_still_reads_is_not_taken() -> None:
+    """``%b`` shares ``%v``'s buffer and is passed through, but ``sin(%v)`` is computed
+    after the case: the case copies ``%b`` into a result of its own, and the other
+    branch leaves ``%v`` intact."""
+    from tensorlang.plan import Copy
+
+    passing, _ = _case_steps(LAZY_READER)
+    assert any(isinstance(s, Copy) for s in passing)
+    x = rand((8,))
+    for index, first in enumerate([np.exp(x), -x]):
+        got = run(LAZY_READER, x, np.int32(index))
+        np.testing.assert_allclose(got[0], first, rtol=1e-6)
+        np.testing.assert_allclose(got[1], np.sin(np.exp(x)), rtol=1e-6)

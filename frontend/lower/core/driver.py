@@ -109,7 +109,7 @@ class FuncLowering:
         they are (emptied when a value it called splat gets one, or ``env`` is replaced)."""
         self.tuples: dict[Value, list[Value]] = {}
         self.checks: list[tuple[int, object]] = []  # check.* ops: (buffer, Check)
-        self._regions: set[Block] = set()  # the blocks of ops' regions
+        self._parents: dict[Block, Op] = {}  # the block of an op's region -> the op
         self._where: dict[Op, tuple[Block, int]] = {}  # op -> its block and position
         self._pending: dict[Value, Epilogue] = {}  # deferred kernel ops, by epilogue root
         self._claimed: set[Value] = set()  # values of pending epilogues (roots included)
@@ -224,7 +224,7 @@ class FuncLowering:
                     self.uses[v] = self.uses.get(v, 0) + 1
                     self._users.setdefault(v, []).append(op)
                 for region in op.regions:
-                    self._regions.add(region.block)
+                    self._parents[region.block] = op
                     self.count_uses(region)
 
     def position(self, op: Op) -> tuple[Block, int]:
@@ -236,7 +236,33 @@ class FuncLowering:
         for the function's own block and for ops outside the function (quantized
         shadows)."""
         block = where if isinstance(where, Block) else self._where.get(where, (None,))[0]
-        return block if block in self._regions else None
+        return block if block in self._parents else None
+
+    def enclosing(self, where: Op | Block, block: Block) -> Op | None:
+        """The op of ``block`` that is ``where`` or holds it in a region (``where``: an op
+        or a region's block); None when ``where`` is not inside ``block``."""
+        while True:
+            home = where if isinstance(where, Block) else self._where.get(where, (None,))[0]
+            if home is block and isinstance(where, Op):
+                return where
+            parent = self._parents.get(home) if home is not None else None
+            if parent is None:
+                return None
+            where = parent
+
+    def dead_at(self, v: Value, op: Op) -> bool:
+        """Whether ``v`` is dead from ``op`` on: it is defined, and all its readers are
+        read, in (or inside) ops before ``op`` in ``op``'s block whose results are all
+        in buffers (a lazy reader would read ``v`` when materialized, later)."""
+        block, pos = self.position(op)
+
+        def done_before(where: Op | Block) -> bool:
+            outer = self.enclosing(where, block)
+            return outer is not None and self._where[outer][1] < pos \
+                and all(r in self._env for r in outer.results)
+
+        return done_before(v.owner) \
+            and all(done_before(user) for user in self.users(v))
 
     def users(self, v: Value) -> list[Op]:
         """The ops reading ``v``, once per operand that is ``v`` (after

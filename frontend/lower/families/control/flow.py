@@ -25,11 +25,12 @@ def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
     return [lw.buffer_for(v) for v in values]
 
 
-def _run_into(lw: FuncLowering, block: Block, outs: list[int],
+def _run_into(lw: FuncLowering, block: Block, outs: Sequence[int | None],
               args: Sequence[int] = (), in_place: dict[Op, int] | None = None,
               fresh: int | None = None) -> None:
-    """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``;
-    the ``dynamic_update_slice`` ops of ``in_place`` update their buffer in place.  With
+    """Lower ``block`` (its args bound to ``args``) and copy its results into ``outs``
+    (a result whose out is None is not needed and not computed); the
+    ``dynamic_update_slice`` ops of ``in_place`` update their buffer in place.  With
     ``fresh`` (the first buffer id made for this block; ``outs`` are not read in it), a
     result in a buffer the block made is computed straight into its ``outs`` buffer
     instead of copied there."""
@@ -41,12 +42,15 @@ def _run_into(lw: FuncLowering, block: Block, outs: list[int],
             lw.bind(op.result, in_place[op])
         else:
             lw.lower_op(op)
-    results = [lw.materialize(v) for v in block.ops[-1].operands]
+    needed = [(v, out) for v, out in zip(block.ops[-1].operands, outs, strict=True)
+              if out is not None]
+    results = [lw.materialize(v) for v, _ in needed]
+    targets = [out for _, out in needed if out is not None]
     if fresh is not None:
-        results = _write_into(lw, results, outs, fresh)
+        results = _write_into(lw, results, targets, fresh)
     staged = []
-    for src, dst in zip(results, outs, strict=True):
-        if fresh is None and src != dst and src in outs:  # carried buffers permuted
+    for src, dst in zip(results, targets, strict=True):
+        if fresh is None and src != dst and src in targets:  # carried buffers permuted
             tmp = lw.new_buffer(lw.buffers[src].dtype, lw.buffers[src].shape)
             lw.step(Copy(src, tmp))
             src = tmp
@@ -122,10 +126,10 @@ def while_(lw: FuncLowering, op: Op) -> None:
 
 
 def _owned(lw: FuncLowering, op: Op, v: Value) -> bool:
-    """True when while ``op`` may take operand ``v``'s buffer as its carried buffer (no
-    copy in): ``v`` has no other use, is computed in ``op``'s own block (so no later
+    """True when control-flow ``op`` may take operand ``v``'s buffer for a result of its
+    own (no copy in): ``v`` has no other use, is computed in ``op``'s own block (so no later
     iteration of an enclosing loop needs it again) or is a parameter of the function, and
-    its buffer holds no other value and no constant."""
+    its buffer holds no constant and no other value still read from ``op`` on."""
     if lw.uses.get(v) != 1:
         return False
     home = lw.region_of(op)
@@ -136,12 +140,18 @@ def _owned(lw: FuncLowering, op: Op, v: Value) -> bool:
     elif lw.region_of(owner) is not None or home is not None:
         return False  # a block argument of a region, or a parameter read inside one
     buf = lw.materialize(v)
-    return lw.buffers[buf].init is None and list(lw.env.values()).count(buf) == 1
+    return lw.buffers[buf].init is None and all(
+        u is v or lw.dead_at(u, op) for u, held in lw.env.items() if held == buf)
 
 
-def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:
-    """Buffers for ``op``'s results and the plan steps of each region writing into them."""
-    outs = _carry(lw, op.results)
+def _branches(lw: FuncLowering, op: Op) -> tuple[list[int | None], list[tuple]]:
+    """Buffers for ``op``'s results and the plan steps of each region writing into them.
+
+    A result nothing reads gets no buffer (None) and no region computes it.  A result
+    that a region returns unchanged from a value no other op reads takes that value's
+    buffer: that region copies nothing (an error check's branch that passes its operands
+    through costs no copies), the others write over the dead value."""
+    outs = [_result_buffer(lw, op, k) for k in range(len(op.results))]
     branches = []
     for region in op.regions:
         with lw.nested() as steps:
@@ -150,9 +160,22 @@ def _branches(lw: FuncLowering, op: Op) -> tuple[list, list[tuple]]:
     return outs, branches
 
 
-def _bind_results(lw: FuncLowering, op: Op, outs: list) -> None:
+def _result_buffer(lw: FuncLowering, op: Op, k: int) -> int | None:
+    """The buffer branch ``op``'s result ``k`` is written into (see :func:`_branches`)."""
+    result = op.results[k]
+    if not lw.uses.get(result) and not isinstance(result.type, TokenType):
+        return None
+    for region in op.regions:
+        v = region.block.ops[-1].operands[k]
+        if isinstance(v.owner, Op) and lw.buffer_of(v) is not None and _owned(lw, op, v):
+            return lw.materialize(v)
+    return lw.buffer_for(result)
+
+
+def _bind_results(lw: FuncLowering, op: Op, outs: Sequence[int | None]) -> None:
     for r, out in zip(op.results, outs, strict=True):
-        lw.bind(r, out)
+        if out is not None:
+            lw.bind(r, out)
 
 
 @kernel("stablehlo.if")
