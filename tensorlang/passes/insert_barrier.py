@@ -9,7 +9,11 @@ subviews, even with dynamic offsets) need no barrier; where isl cannot prove
 disjointness, the barrier stays.
 Loop bodies see the effects of their own previous iteration; an ``if`` continues with
 the union of both branches.  SPMD regions are left alone (barriers there are the
-author's, as the reference says).
+author's, as the reference says).  A function whose work-group is one work-item
+(``work_group_size(1,1)``: the lowering's loop kernels) needs none: its one work-item
+sees its own writes in program order, and a barrier under a branch makes PoCL's
+work-group compiler replicate the code after it (a diffrax solve's loop kernel with its
+prologue and epilogue took minutes to build).
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ class InsertBarrier(Pass):
 
 
 def insert_barriers(func: Function) -> None:
-    """Insert the barriers ``func`` needs (idempotent)."""
-    _region(func.body, Footprint(), Symbols())
+    """Insert the barriers ``func`` needs (idempotent); none in a one-work-item
+    work-group."""
+    if func.work_group_size != (1, 1):
+        _region(func.body, Footprint(), Symbols())
 
 
 def _region(region: Region, pending: Footprint, syms: Symbols) -> Footprint:
