@@ -33,7 +33,6 @@ from frontend.lower.core.merge_launches import (
     _BLAS,
     MAX_LINES,
     MAX_PARTS,
-    Kernel,
     RunMerger,
     _repeatable,
     header,
@@ -82,9 +81,7 @@ class _IndependentRuns(RunMerger[_Part]):
                 or kernel.attributes or _UNMERGEABLE.search(kernel.body) \
                 or (self.uses[launch.kernel] > 1 and not _repeatable(kernel)):
             return None
-        loaded = _only_loaded(kernel)
-        writes = frozenset(b for (name, _), b in zip(kernel.params, launch.args, strict=True)
-                           if name not in loaded)
+        writes = kernel.written(launch.args)
         if writes & self.params:
             return None
         return _Part(launch, frozenset(launch.args) - writes, writes)
@@ -112,20 +109,6 @@ class _IndependentRuns(RunMerger[_Part]):
         name = f"{run[0].launch.kernel}_side{len(self.made)}"
         self.made.append(f"func @{name}({header(params)}) {{\n" + "\n".join(ranged) + "\n}\n")
         return Launch(name, tuple(params), start)
-
-
-def _only_loaded(kernel: Kernel) -> set[str]:
-    """The memref parameters ``kernel`` uses only as the memref of a ``load`` (a group's
-    member, loaded, is a memref that may be written)."""
-    found = set()
-    for name, type_ in kernel.params:
-        if not type_.startswith("memref"):
-            continue
-        uses = len(re.findall(rf"%{name}\b", kernel.body))
-        loads = len(re.findall(rf"= load %{name}\[", kernel.body))
-        if uses == loads:
-            found.add(name)
-    return found
 
 
 def _shifted(body: str, start: str) -> str:

@@ -30,7 +30,7 @@ from tensorlang.plan import Free, Launch, Step, launches, with_nested
 
 MAX_PARTS = 32
 """The most launches merged into one kernel."""
-MAX_LINES = 400
+MAX_LINES = 1000
 """The most lines of tensor language in one merged kernel."""
 
 REPEATED_LINES = 40
@@ -62,6 +62,17 @@ class Kernel:
             return None
         name, params, attributes, body = match.groups()
         return Kernel(name, tuple(_PARAM.findall(params)), attributes.strip(), body)
+
+    def written(self, args: Sequence[int]) -> frozenset[int]:
+        """The buffers a launch with ``args`` may write, read off the text conservatively:
+        those of parameters other than memrefs used only as the memref of a ``load`` (a
+        group's member, loaded, is a memref that may be written)."""
+        return frozenset(b for (name, type_), b in zip(self.params, args, strict=True)
+                         if not (type_.startswith("memref") and self._only_loaded(name)))
+
+    def _only_loaded(self, name: str) -> bool:
+        uses = len(re.findall(rf"%{name}\b", self.body))
+        return uses == len(re.findall(rf"= load %{name}\[", self.body))
 
 
 def merge_launches(texts: Sequence[str], steps: Sequence[Step]

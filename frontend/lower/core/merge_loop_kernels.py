@@ -1,0 +1,158 @@
+"""The one-work-group launch just after a loop kernel merged into its launches.
+
+A ``while`` whose trip count is not known when compiling runs as a loop kernel
+(:mod:`frontend.lower.families.control.device_loop`): one work-group, launched again
+while the flag it leaves says the loop may go on.  What the loop leaves is usually
+checked or reduced just after it (a diffrax adaptive solve: its steps counted and its
+error checked), a launch of one work-group costing ~20-30 us of host time a call on
+PoCL, more than its work.
+
+:func:`merge_loop_kernels` appends that launch's kernel (the *epilogue*) to the loop
+kernel, its body under ``if`` the flag says the loop ended, so that a launch leaving the
+loop to a relaunch does not run it.  A loop built as a first kernel and a relaunched
+one (it initializes carried buffers) takes the epilogue into both.
+
+The epilogue must be one work-group of a kernel with no function attributes (it takes
+the loop kernel's work-group size; its collective code is written for any), no local
+memory and no ``num_groups``, that does not write the flag (run before the flag's last
+read, it could restart the loop) and is at most :data:`MAX_LINES` lines.  The launches
+*before* a loop stay apart: merged under a flag of the first launch, a diffrax solve's
+650-line prologue made PoCL's first launch of the loop kernel 1.2 s slower (the
+combined one-work-item function compiles superlinearly) for ~10 us a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frontend.lower.core.merge_launches import Kernel, RunMerger, header
+from tensorlang.plan import Free, Launch, Step, While, launches, with_nested
+
+MAX_LINES = 250
+"""The longest epilogue merged (PoCL's compile of a one-work-item function grows faster
+than its length)."""
+
+_UNMERGEABLE = re.compile(r"\b(?:alloca|num_groups)\b")
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """A loop kernel's steps: its first launch and its relaunch (the same launch when
+    the loop is one kernel), and the buffer of its flag."""
+
+    first: Launch
+    again: Launch
+    flag: int
+
+    @staticmethod
+    def at(steps: Sequence[Step], i: int) -> tuple[_Loop, int] | None:
+        """The loop kernel starting at ``steps[i]`` and how many steps it takes (a first
+        kernel's ``Free`` steps before its relaunch's ``While`` too), or None."""
+        step = steps[i]
+        if isinstance(step, While) and step.trips is None and not step.body \
+                and len(step.cond) == 1 and isinstance(step.cond[0], Launch):
+            return _Loop(step.cond[0], step.cond[0], step.pred), 1
+        if isinstance(step, Launch):
+            j = i + 1
+            while j < len(steps) and isinstance(steps[j], Free):
+                j += 1
+            after = steps[j] if j < len(steps) else None
+            if isinstance(after, While) and after.trips is None and not after.cond \
+                    and len(after.body) == 1 and isinstance(after.body[0], Launch):
+                return _Loop(step, after.body[0], after.pred), j + 1 - i
+        return None
+
+    def steps(self, first: Launch, again: Launch) -> list[Step]:
+        """This loop's steps with its launches replaced."""
+        if self.first is self.again:
+            return [While((again,), self.flag, ())]
+        return [first, While((), self.flag, (again,))]
+
+
+def merge_loop_kernels(texts: Sequence[str], steps: Sequence[Step]
+                       ) -> tuple[list[str], tuple[Step, ...]]:
+    """The kernels and steps with each loop kernel's epilogue merged into its launches
+    (the module docstring); kernels no longer launched are dropped."""
+    merger = _EpilogueMerger(texts)
+    merged = merger.steps(steps)
+    launched = {s.kernel for s in launches(merged)}
+    kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
+    return kept + merger.made, merged
+
+
+class _EpilogueMerger(RunMerger[Launch]):
+    """Finds the loop kernels of a plan's steps and appends their epilogues."""
+
+    def launch(self, part: Launch) -> Launch:
+        return part
+
+    def steps(self, steps: Sequence[Step]) -> tuple[Step, ...]:
+        """``steps`` (nested ones too) with the loop kernels' epilogues merged in."""
+        steps = [with_nested(s, self.steps) for s in steps]
+        out: list[Step] = []
+        i = 0
+        while i < len(steps):
+            found = _Loop.at(steps, i)
+            epilogue, after = self._epilogue(steps, i + found[1], found[0].flag) if found \
+                else (None, i)
+            if found is None or epilogue is None or not self._readable(found[0]):
+                out.append(steps[i])
+                i += 1
+                continue
+            loop = found[0]
+            frees = [s for s in steps[i:after] if isinstance(s, Free)]
+            again = self._kernel(loop.again, epilogue, loop.flag)
+            first = again if loop.first is loop.again \
+                else self._kernel(loop.first, epilogue, loop.flag)
+            out.extend(loop.steps(first, again))
+            out.extend(frees)
+            i = after + 1
+        return tuple(out)
+
+    def _readable(self, loop: _Loop) -> bool:
+        """Whether ``loop``'s launches are one work-group of kernels this pass can read."""
+        return all(self._one_group(launch) for launch in (loop.first, loop.again))
+
+    def _one_group(self, launch: Launch) -> bool:
+        kernel = self.kernels.get(launch.kernel)
+        return launch.num_groups == 1 and kernel is not None \
+            and len(kernel.params) == len(launch.args)
+
+    def _epilogue(self, steps: Sequence[Step], i: int, flag: int
+                  ) -> tuple[Launch | None, int]:
+        """The launch at or after ``steps[i]`` (past ``Free`` steps) when it can be the
+        epilogue of the loop before, whose flag is buffer ``flag``, and its index.  One
+        writing the flag cannot: run before the flag's last read, it could restart the
+        loop."""
+        while i < len(steps) and isinstance(steps[i], Free):
+            i += 1
+        step = steps[i] if i < len(steps) else None
+        if not isinstance(step, Launch) or not self._one_group(step):
+            return None, i
+        kernel = self.kernels[step.kernel]
+        fits = not kernel.attributes and not _UNMERGEABLE.search(kernel.body) \
+            and kernel.body.count("\n") < MAX_LINES and flag not in kernel.written(step.args)
+        return (step if fits else None), i
+
+    def _kernel(self, loop: Launch, epilogue: Launch, flag: int) -> Launch:
+        """A kernel running ``loop`` then, when ``flag`` says the loop ended,
+        ``epilogue``; its launch."""
+        params, (body, tail) = self.renamed_apart([loop, epilogue])
+        name = f"{loop.kernel}_ended{len(self.made)}"
+        attributes = self.kernels[loop.kernel].attributes
+        self.made.append(f"func @{name}({header(params)}) {attributes} {{\n{body}\n"
+                         f"{_once_ended(flag, params[flag], tail)}\n}}\n")
+        return Launch(name, tuple(params), 1)
+
+
+def _once_ended(flag: int, type_: str, body: str) -> str:
+    """``body`` run only when the loop's ``flag`` buffer (of memref type ``type_``) says
+    it ended."""
+    indented = "\n".join("  " + line if line else line for line in body.split("\n"))
+    return (f"  %tlc_flag_at = constant 0 -> index\n"
+            f"  %tlc_more = load %b{flag}[%tlc_flag_at] : {type_}\n"
+            f"  %tlc_true = constant true -> i1\n"
+            f"  %tlc_ended = arith.xor %tlc_more, %tlc_true : i1\n"
+            f"  if %tlc_ended {{\n{indented}\n  }}")
