@@ -317,16 +317,34 @@ def _compare_one(got: np.ndarray, want: np.ndarray, tol: float) -> tuple[float, 
     return err, (f"({want.dtype}) error {err:.2e}" if err > tol else None)
 
 
+WARMUP_S = 0.5
+"""Seconds of round-robin calls before any is timed.  Per-call times settle only after a
+while of calls on the 2-core VM (mlp_haiku through tlc: ~780 us a call over its first 500
+calls, ~470 after; XLA's less so): a 0.3 s ``--quick`` budget measured that start alone."""
+
+
 def interleaved(runners: dict[str, Runner], budget: float, max_rounds: int,
                 min_rounds: int = 3) -> dict[str, float]:
-    """Median seconds per call of each runner, called in turn (round-robin) after a warm-up."""
-    for run in runners.values():
-        run()
+    """Median seconds per call of each runner, called in turn (round-robin) after a warm-up
+    of :data:`WARMUP_S` of the same round-robin calls.
+
+    Each timed call follows an untimed call of the same runner: XLA's and OpenBLAS's
+    worker threads spin on after their call returns, so a call right after another
+    peer's shares the cores with them (mlp_haiku through tlc, alternating with XLA call
+    by call: 510-800 us a call, 466 alone), as ``gemm_peak.py`` found for large
+    products; the untimed call lets the previous peer's threads go idle."""
+    start = time.perf_counter()
+    while True:
+        for run in runners.values():
+            run()
+        if time.perf_counter() - start >= WARMUP_S:
+            break
     times: dict[str, list[float]] = {name: [] for name in runners}
     start = time.perf_counter()
     rounds = 0
     while rounds < min_rounds or (rounds < max_rounds and time.perf_counter() - start < budget):
         for name, run in runners.items():
+            run()
             t0 = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - t0)
