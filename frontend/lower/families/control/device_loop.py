@@ -10,8 +10,9 @@ whole loop runs in one work-group of one kernel: per iteration
 the condition is evaluated on the device and, while it holds, the body's reductions and
 dots are computed into scratch buffers, its results into temporaries and those copied
 into the carried buffers (``foreach`` phases, in order: the one work-item needs no
-barriers between them, and the insert-barrier pass puts none).  A ``dynamic_update_slice`` of a carried value nothing else reads writes
-its slice straight into the carried buffer.  A launch runs at most :data:`CHUNK_TRIPS`
+barriers between them, and the insert-barrier pass puts none).  A
+``dynamic_update_slice`` of a carried value nothing else reads writes its slice
+straight into the carried buffer.  A launch runs at most :data:`CHUNK_TRIPS`
 iterations and leaves in a flag whether the loop may go on, so the host relaunches it
 (``While`` with the launch as its condition) and reads back one flag per chunk instead of
 one predicate per iteration.  A nested ``while`` runs as a ``for`` of its trip bound

@@ -21,10 +21,6 @@ from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Case, Copy, If, While, renamed
 
 
-def _carry(lw: FuncLowering, values: Sequence[Value]) -> list[int]:
-    return [lw.buffer_for(v) for v in values]
-
-
 def _run_into(lw: FuncLowering, block: Block, outs: Sequence[int | None],
               args: Sequence[int] = (), in_place: dict[Op, int] | None = None,
               fresh: int | None = None) -> None:
@@ -45,7 +41,7 @@ def _run_into(lw: FuncLowering, block: Block, outs: Sequence[int | None],
     needed = [(v, out) for v, out in zip(block.ops[-1].operands, outs, strict=True)
               if out is not None]
     results = [lw.materialize(v) for v, _ in needed]
-    targets = [out for _, out in needed if out is not None]
+    targets = [out for _, out in needed]
     if fresh is not None:
         results = _write_into(lw, results, targets, fresh)
     staged = []
