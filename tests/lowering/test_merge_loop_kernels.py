@@ -161,3 +161,49 @@ def test_a_solve_ends_in_its_loop_kernel_against_numpy(monkeypatch: pytest.Monke
         assert int(i) == want_i
         np.testing.assert_allclose(r, want_r, rtol=1e-5)
         np.testing.assert_allclose(e, want_e, rtol=1e-5)
+
+
+def test_a_loop_launched_once_takes_its_epilogue_unguarded() -> None:
+    """A counted loop's kernel (one work-item, one work-group) is launched once: the
+    epilogue follows its body with no flag to test."""
+    steps = (Launch("loop", (1, 2, 9), 1), Free((1,)), Launch("kepi", (2, 3), 1))
+    kept, merged = mlk.merge_loop_kernels([LOOP, EPILOGUE], steps)
+    assert merged == (Launch("loop_ended0", (1, 2, 9, 3), 1), Free((1,)))
+    assert "if %tlc_ended" not in kept[-1] and "store %t5_1, %b3" in kept[-1]
+
+
+COUNTED = module("(%x: tensor<16xf32>, %w: tensor<16x4xf32>) -> tensor<4xf32>", """
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %l:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<16xf32>
+   cond {
+    %n = stablehlo.constant dense<7> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %k = stablehlo.constant dense<0.9> : tensor<16xf32>
+    %c = stablehlo.constant dense<0.25> : tensor<16xf32>
+    %vk = stablehlo.multiply %v, %k : tensor<16xf32>
+    %v2 = stablehlo.add %vk, %c : tensor<16xf32>
+    stablehlo.return %j, %v2 : tensor<i32>, tensor<16xf32>
+  }
+  %d = stablehlo.dot_general %l#1, %w, contracting_dims = [0] x [0]
+       : (tensor<16xf32>, tensor<16x4xf32>) -> tensor<4xf32>
+  %t = stablehlo.tanh %d : tensor<4xf32>
+  return %t : tensor<4xf32>""")
+
+
+def test_a_counted_loop_ends_with_its_epilogue_against_numpy(
+        monkeypatch: pytest.MonkeyPatch, uncached: None) -> None:
+    monkeypatch.setattr(pointwise_loop, "ENABLED", False)
+    steps = [s for s in merged_launches(lower_function(frontend.parse(COUNTED))).plan.steps
+             if not isinstance(s, Free)]
+    assert [s.kernel.split("_")[-1][:5] for s in steps if isinstance(s, Launch)] == ["ended"]
+    x, w = RNG.standard_normal(16).astype(np.float32), RNG.standard_normal((16, 4)).astype(
+        np.float32)
+    v = x.copy()
+    for _ in range(7):
+        v = v * np.float32(0.9) + np.float32(0.25)
+    (got,) = backend_opencl.compile_stablehlo(COUNTED)(x, w)
+    np.testing.assert_allclose(got, np.tanh(v @ w), rtol=1e-5, atol=1e-6)

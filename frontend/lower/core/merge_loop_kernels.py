@@ -1,16 +1,19 @@
 """The one-work-group launch just after a loop kernel merged into its launches.
 
-A ``while`` whose trip count is not known when compiling runs as a loop kernel
-(:mod:`frontend.lower.families.control.device_loop`): one work-group, launched again
-while the flag it leaves says the loop may go on.  What the loop leaves is usually
+A small ``while`` runs as a loop kernel
+(:mod:`frontend.lower.families.control.device_loop`): one work-group of one work-item
+(``work_group_size(1,1)``), launched once when the trip count is known, else launched
+again while the flag it leaves says the loop may go on.  What the loop leaves is usually
 checked or reduced just after it (a diffrax adaptive solve: its steps counted and its
-error checked), a launch of one work-group costing ~20-30 us of host time a call on
-PoCL, more than its work.
+error checked; a scanned RNN: its last state through a dense layer), a launch of one
+work-group costing ~20-40 us of host time a call on PoCL, more than its work.
 
 :func:`merge_loop_kernels` appends that launch's kernel (the *epilogue*) to the loop
-kernel, its body under ``if`` the flag says the loop ended, so that a launch leaving the
-loop to a relaunch does not run it.  A loop built as a first kernel and a relaunched
-one (it initializes carried buffers) takes the epilogue into both.
+kernel; where the loop may be relaunched, its body runs under ``if`` the flag says the
+loop ended, so that a launch leaving the loop to a relaunch does not run it.  A loop
+built as a first kernel and a relaunched one (it initializes carried buffers) takes the
+epilogue into both.  Any launch of one work-group of a one-work-item kernel counts as a
+loop launched once.
 
 The epilogue must be one work-group of a kernel with no function attributes (it takes
 the loop kernel's work-group size; its collective code is written for any), no local
@@ -35,16 +38,18 @@ MAX_LINES = 250
 than its length)."""
 
 _UNMERGEABLE = re.compile(r"\b(?:alloca|num_groups)\b")
+_ONE_WORK_ITEM = re.compile(r"work_group_size\(\s*1\s*,\s*1\s*\)")
 
 
 @dataclass(frozen=True)
 class _Loop:
     """A loop kernel's steps: its first launch and its relaunch (the same launch when
-    the loop is one kernel), and the buffer of its flag."""
+    the loop is one kernel), and the buffer of its flag (None for a loop launched
+    once)."""
 
     first: Launch
     again: Launch
-    flag: int
+    flag: int | None
 
     @staticmethod
     def at(steps: Sequence[Step], i: int) -> tuple[_Loop, int] | None:
@@ -66,6 +71,8 @@ class _Loop:
 
     def steps(self, first: Launch, again: Launch) -> list[Step]:
         """This loop's steps with its launches replaced."""
+        if self.flag is None:
+            return [first]
         if self.first is self.again:
             return [While((again,), self.flag, ())]
         return [first, While((), self.flag, (again,))]
@@ -94,7 +101,7 @@ class _EpilogueMerger(RunMerger[Launch]):
         out: list[Step] = []
         i = 0
         while i < len(steps):
-            found = _Loop.at(steps, i)
+            found = self._loop_at(steps, i)
             epilogue, after = self._epilogue(steps, i + found[1], found[0].flag) if found \
                 else (None, i)
             if found is None or epilogue is None or not self._readable(found[0]):
@@ -111,6 +118,16 @@ class _EpilogueMerger(RunMerger[Launch]):
             i = after + 1
         return tuple(out)
 
+    def _loop_at(self, steps: Sequence[Step], i: int) -> tuple[_Loop, int] | None:
+        """:meth:`_Loop.at`, or a one-work-group launch of a one-work-item kernel at
+        ``steps[i]`` (a loop launched once)."""
+        found = _Loop.at(steps, i)
+        step = steps[i]
+        if found is None and isinstance(step, Launch) and self._one_group(step) \
+                and _ONE_WORK_ITEM.fullmatch(self.kernels[step.kernel].attributes):
+            return _Loop(step, step, None), 1
+        return found
+
     def _readable(self, loop: _Loop) -> bool:
         """Whether ``loop``'s launches are one work-group of kernels this pass can read."""
         return all(self._one_group(launch) for launch in (loop.first, loop.again))
@@ -120,12 +137,12 @@ class _EpilogueMerger(RunMerger[Launch]):
         return launch.num_groups == 1 and kernel is not None \
             and len(kernel.params) == len(launch.args)
 
-    def _epilogue(self, steps: Sequence[Step], i: int, flag: int
+    def _epilogue(self, steps: Sequence[Step], i: int, flag: int | None
                   ) -> tuple[Launch | None, int]:
         """The launch at or after ``steps[i]`` (past ``Free`` steps) when it can be the
-        epilogue of the loop before, whose flag is buffer ``flag``, and its index.  One
-        writing the flag cannot: run before the flag's last read, it could restart the
-        loop."""
+        epilogue of the loop before, whose flag is buffer ``flag`` (None: none), and its
+        index.  One writing the flag cannot: run before the flag's last read, it could
+        restart the loop."""
         while i < len(steps) and isinstance(steps[i], Free):
             i += 1
         step = steps[i] if i < len(steps) else None
@@ -136,14 +153,16 @@ class _EpilogueMerger(RunMerger[Launch]):
             and kernel.body.count("\n") < MAX_LINES and flag not in kernel.written(step.args)
         return (step if fits else None), i
 
-    def _kernel(self, loop: Launch, epilogue: Launch, flag: int) -> Launch:
-        """A kernel running ``loop`` then, when ``flag`` says the loop ended,
-        ``epilogue``; its launch."""
+    def _kernel(self, loop: Launch, epilogue: Launch, flag: int | None) -> Launch:
+        """A kernel running ``loop`` then, when ``flag`` says the loop ended (always
+        without a flag), ``epilogue``; its launch."""
         params, (body, tail) = self.renamed_apart([loop, epilogue])
         name = f"{loop.kernel}_ended{len(self.made)}"
         attributes = self.kernels[loop.kernel].attributes
+        if flag is not None:
+            tail = _once_ended(flag, params[flag], tail)
         self.made.append(f"func @{name}({header(params)}) {attributes} {{\n{body}\n"
-                         f"{_once_ended(flag, params[flag], tail)}\n}}\n")
+                         f"{tail}\n}}\n")
         return Launch(name, tuple(params), 1)
 
 
