@@ -207,3 +207,11 @@ def test_a_counted_loop_ends_with_its_epilogue_against_numpy(
         v = v * np.float32(0.9) + np.float32(0.25)
     (got,) = backend_opencl.compile_stablehlo(COUNTED)(x, w)
     np.testing.assert_allclose(got, np.tanh(v @ w), rtol=1e-5, atol=1e-6)
+
+
+def test_a_loop_kernel_launched_for_two_loops_keeps_its_launches() -> None:
+    """dedup's shared loop kernel: a copy per epilogue would be built again."""
+    steps = (Launch("loop", (1, 2, 9), 1), Launch("kepi", (2, 3), 1),
+             Launch("loop", (4, 5, 9), 1))
+    kept, merged = mlk.merge_loop_kernels([LOOP, EPILOGUE], steps)
+    assert merged == steps and len(kept) == 2

@@ -27,6 +27,7 @@ combined one-work-item function compiles superlinearly) for ~10 us a call.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,7 +83,7 @@ def merge_loop_kernels(texts: Sequence[str], steps: Sequence[Step]
                        ) -> tuple[list[str], tuple[Step, ...]]:
     """The kernels and steps with each loop kernel's epilogue merged into its launches
     (the module docstring); kernels no longer launched are dropped."""
-    merger = _EpilogueMerger(texts)
+    merger = _EpilogueMerger(texts, Counter(s.kernel for s in launches(tuple(steps))))
     merged = merger.steps(steps)
     launched = {s.kernel for s in launches(merged)}
     kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
@@ -91,6 +92,12 @@ def merge_loop_kernels(texts: Sequence[str], steps: Sequence[Step]
 
 class _EpilogueMerger(RunMerger[Launch]):
     """Finds the loop kernels of a plan's steps and appends their epilogues."""
+
+    def __init__(self, texts: Sequence[str], uses: Counter[str]) -> None:
+        super().__init__(texts)
+        self.uses = uses
+        """How many launches of each kernel the plan has: a loop kernel launched for two
+        loops (dedup) keeps its launches, where a copy per epilogue would be built again."""
 
     def launch(self, part: Launch) -> Launch:
         return part
@@ -129,8 +136,10 @@ class _EpilogueMerger(RunMerger[Launch]):
         return found
 
     def _readable(self, loop: _Loop) -> bool:
-        """Whether ``loop``'s launches are one work-group of kernels this pass can read."""
-        return all(self._one_group(launch) for launch in (loop.first, loop.again))
+        """Whether ``loop``'s launches are one work-group of kernels this pass can read,
+        launched for this loop only."""
+        return all(self._one_group(launch) and self.uses[launch.kernel] == 1
+                   for launch in (loop.first, loop.again))
 
     def _one_group(self, launch: Launch) -> bool:
         kernel = self.kernels.get(launch.kernel)
