@@ -35,12 +35,12 @@ from frontend.lower.core.merge_launches import (
     MAX_PARTS,
     RunMerger,
     _repeatable,
+    guarded,
     header,
 )
 from tensorlang.plan import Launch, Step, launches
 
 _GROUP_ID = re.compile(r"^(\s*)%(\w+) = group_id$", re.MULTILINE)
-_UNMERGEABLE = re.compile(r"\b(?:alloca|num_groups)\b")
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,8 @@ class _IndependentRuns(RunMerger[_Part]):
         self.uses = uses
 
     def part(self, launch: Launch) -> _Part | None:
-        kernel = self.kernels.get(launch.kernel)
-        if kernel is None or len(kernel.params) != len(launch.args) or launch.num_groups < 1 \
-                or kernel.attributes or _UNMERGEABLE.search(kernel.body) \
+        kernel = self.readable(launch)
+        if kernel is None or launch.num_groups < 1 or not kernel.any_work_group() \
                 or (self.uses[launch.kernel] > 1 and not _repeatable(kernel)):
             return None
         writes = kernel.written(launch.args)
@@ -118,10 +117,9 @@ def _shifted(body: str, start: str) -> str:
 
 def _in_range(k: int, start: int, end: int, body: str) -> str:
     """Part ``k``'s body, run by the work-groups ``start <= g < end``."""
-    indented = "\n".join("  " + line if line else line for line in body.split("\n"))
     return (f"  %tlc_start{k} = constant {start} -> index\n"
             f"  %tlc_end{k} = constant {end} -> index\n"
             f"  %tlc_from{k} = cmp.ge %tlc_gid, %tlc_start{k} : index\n"
             f"  %tlc_below{k} = cmp.lt %tlc_gid, %tlc_end{k} : index\n"
             f"  %tlc_in{k} = arith.and %tlc_from{k}, %tlc_below{k} : i1\n"
-            f"  if %tlc_in{k} {{\n{indented}\n  }}")
+            + guarded(f"%tlc_in{k}", body))

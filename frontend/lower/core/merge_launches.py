@@ -39,6 +39,7 @@ without BLAS instructions (:func:`_repeatable`)."""
 _BLAS = re.compile(r"^\s*(?:" + "|".join(sorted(n for n, d in OPS.items() if d.blas))
                    + r")\b", re.MULTILINE)
 
+_LOCAL_OR_COUNT = re.compile(r"\b(?:alloca|num_groups)\b")
 _HEADER = re.compile(r"func @(\S+)\((.*?)\)([^{]*)\{\n(.*)\n\}\s*$", re.DOTALL)
 _VALUE = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
 _PARAM = re.compile(r"%(\w+): (.*?)(?=, %|$)", re.DOTALL)
@@ -69,6 +70,12 @@ class Kernel:
         group's member, loaded, is a memref that may be written)."""
         return frozenset(b for (name, type_), b in zip(self.params, args, strict=True)
                          if not (type_.startswith("memref") and self._only_loaded(name)))
+
+    def any_work_group(self) -> bool:
+        """Whether the kernel runs in whatever work-group a merged kernel has: no function
+        attributes (an explicit work-group size), no local memory (``alloca``) and no
+        ``num_groups``."""
+        return not self.attributes and not _LOCAL_OR_COUNT.search(self.body)
 
     def _only_loaded(self, name: str) -> bool:
         uses = len(re.findall(rf"%{name}\b", self.body))
@@ -149,6 +156,13 @@ class RunMerger(Generic[P]):
         """The launch of one kernel doing what ``run``'s launches did."""
         raise NotImplementedError
 
+    def readable(self, launch: Launch) -> Kernel | None:
+        """The kernel ``launch`` runs, when its text was taken apart and takes the
+        launch's arguments; else None."""
+        kernel = self.kernels.get(launch.kernel)
+        return kernel if kernel is not None and len(kernel.params) == len(launch.args) \
+            else None
+
     def lines(self, run: Sequence[P]) -> int:
         """The lines of the run's kernels together."""
         return sum(self.kernels[self.launch(p).kernel].body.count("\n") + 1 for p in run)
@@ -174,13 +188,17 @@ def header(params: dict[int, str]) -> str:
     return ", ".join(f"%b{buffer}: {type_}" for buffer, type_ in params.items())
 
 
+def guarded(condition: str, body: str) -> str:
+    """A part's ``body`` run under ``if`` the i1 value ``condition``."""
+    indented = "\n".join("  " + line if line else line for line in body.split("\n"))
+    return f"  if {condition} {{\n{indented}\n  }}"
+
+
 class _OneGroupRuns(RunMerger[Launch]):
     """Runs of one-work-group launches, their bodies one after the other."""
 
     def part(self, launch: Launch) -> Launch | None:
-        kernel = self.kernels.get(launch.kernel)
-        mergeable = launch.num_groups == 1 and kernel is not None \
-            and len(kernel.params) == len(launch.args)
+        mergeable = launch.num_groups == 1 and self.readable(launch) is not None
         return launch if mergeable else None
 
     def launch(self, part: Launch) -> Launch:

@@ -31,14 +31,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frontend.lower.core.merge_launches import Kernel, RunMerger, header
+from frontend.lower.core.merge_launches import RunMerger, guarded, header
 from tensorlang.plan import Free, Launch, Step, While, launches, with_nested
 
 MAX_LINES = 250
 """The longest epilogue merged (PoCL's compile of a one-work-item function grows faster
 than its length)."""
 
-_UNMERGEABLE = re.compile(r"\b(?:alloca|num_groups)\b")
 _ONE_WORK_ITEM = re.compile(r"work_group_size\(\s*1\s*,\s*1\s*\)")
 
 
@@ -83,11 +82,8 @@ def merge_loop_kernels(texts: Sequence[str], steps: Sequence[Step]
                        ) -> tuple[list[str], tuple[Step, ...]]:
     """The kernels and steps with each loop kernel's epilogue merged into its launches
     (the module docstring); kernels no longer launched are dropped."""
-    merger = _EpilogueMerger(texts, Counter(s.kernel for s in launches(tuple(steps))))
-    merged = merger.steps(steps)
-    launched = {s.kernel for s in launches(merged)}
-    kept = [t for t in texts if (k := Kernel.parse(t)) is None or k.name in launched]
-    return kept + merger.made, merged
+    uses = Counter(s.kernel for s in launches(tuple(steps)))
+    return _EpilogueMerger(texts, uses).merged(texts, steps)
 
 
 class _EpilogueMerger(RunMerger[Launch]):
@@ -142,9 +138,7 @@ class _EpilogueMerger(RunMerger[Launch]):
                    for launch in (loop.first, loop.again))
 
     def _one_group(self, launch: Launch) -> bool:
-        kernel = self.kernels.get(launch.kernel)
-        return launch.num_groups == 1 and kernel is not None \
-            and len(kernel.params) == len(launch.args)
+        return launch.num_groups == 1 and self.readable(launch) is not None
 
     def _epilogue(self, steps: Sequence[Step], i: int, flag: int | None
                   ) -> tuple[Launch | None, int]:
@@ -158,8 +152,8 @@ class _EpilogueMerger(RunMerger[Launch]):
         if not isinstance(step, Launch) or not self._one_group(step):
             return None, i
         kernel = self.kernels[step.kernel]
-        fits = not kernel.attributes and not _UNMERGEABLE.search(kernel.body) \
-            and kernel.body.count("\n") < MAX_LINES and flag not in kernel.written(step.args)
+        fits = kernel.any_work_group() and kernel.body.count("\n") < MAX_LINES \
+            and flag not in kernel.written(step.args)
         return (step if fits else None), i
 
     def _kernel(self, loop: Launch, epilogue: Launch, flag: int | None) -> Launch:
@@ -178,9 +172,8 @@ class _EpilogueMerger(RunMerger[Launch]):
 def _once_ended(flag: int, type_: str, body: str) -> str:
     """``body`` run only when the loop's ``flag`` buffer (of memref type ``type_``) says
     it ended."""
-    indented = "\n".join("  " + line if line else line for line in body.split("\n"))
     return (f"  %tlc_flag_at = constant 0 -> index\n"
             f"  %tlc_more = load %b{flag}[%tlc_flag_at] : {type_}\n"
             f"  %tlc_true = constant true -> i1\n"
             f"  %tlc_ended = arith.xor %tlc_more, %tlc_true : i1\n"
-            f"  if %tlc_ended {{\n{indented}\n  }}")
+            + guarded("%tlc_ended", body))
