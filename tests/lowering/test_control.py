@@ -144,7 +144,7 @@ LAZY_READER = module("(%x: tensor<8xf32>, %i: tensor<i32>) -> (tensor<8xf32>, te
   %m = stablehlo.reduce(%v init: %z) applies stablehlo.add across dimensions = [0]
        : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
   %b = stablehlo.optimization_barrier %v : tensor<8xf32>
-  %later = stablehlo.sine %v : tensor<8xf32>
+  %later = stablehlo.negate %v : tensor<8xf32>
   %r = "stablehlo.case"(%i) ({
     stablehlo.return %b : tensor<8xf32>
   }, {
@@ -156,7 +156,7 @@ LAZY_READER = module("(%x: tensor<8xf32>, %i: tensor<i32>) -> (tensor<8xf32>, te
 
 
 def test_a_buffer_a_lazy_value_still_reads_is_not_taken() -> None:
-    """``%b`` shares ``%v``'s buffer and is passed through, but ``sin(%v)`` is computed
+    """``%b`` shares ``%v``'s buffer and is passed through, but ``-%v`` is computed
     after the case: the case copies ``%b`` into a result of its own, and the other
     branch leaves ``%v`` intact."""
     from tensorlang.plan import Copy
@@ -167,4 +167,4 @@ def test_a_buffer_a_lazy_value_still_reads_is_not_taken() -> None:
     for index, first in enumerate([np.exp(x), -x]):
         got = run(LAZY_READER, x, np.int32(index))
         np.testing.assert_allclose(got[0], first, rtol=1e-6)
-        np.testing.assert_allclose(got[1], np.sin(np.exp(x)), rtol=1e-6)
+        np.testing.assert_allclose(got[1], -np.exp(x), rtol=1e-6)

@@ -81,6 +81,21 @@ def test_what_stays_apart(why: str) -> None:
 # A solve-like program: small launches make the loop's start and bound, a loop whose
 # trip count is only known on the device, an epilogue of small launches reduces its
 # result.
+STEP = """    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %k = stablehlo.constant dense<0.9> : tensor<16xf32>
+    %c = stablehlo.constant dense<0.25> : tensor<16xf32>
+    %vk = stablehlo.multiply %v, %k : tensor<16xf32>
+    %v2 = stablehlo.add %vk, %c : tensor<16xf32>
+"""
+"""The loops' step of their counter ``%i`` and state ``%v``: ``%j``, ``%v2``."""
+
+
+def step(v: np.ndarray) -> np.ndarray:
+    """``STEP``'s state in numpy."""
+    return v * np.float32(0.9) + np.float32(0.25)
+
+
 SOLVE = module(
     "(%x: tensor<16xf32>, %steps: tensor<f32>, %n: tensor<i32>) "
     "-> (tensor<16xf32>, tensor<f32>, tensor<i32>)", """
@@ -97,13 +112,7 @@ SOLVE = module(
     %p = stablehlo.compare LT, %t, %limit : (tensor<f32>, tensor<f32>) -> tensor<i1>
     stablehlo.return %p : tensor<i1>
   } do {
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    %k = stablehlo.constant dense<0.9> : tensor<16xf32>
-    %c = stablehlo.constant dense<0.25> : tensor<16xf32>
-    %vk = stablehlo.multiply %v, %k : tensor<16xf32>
-    %v2 = stablehlo.add %vk, %c : tensor<16xf32>
-    %dt = stablehlo.constant dense<1.0> : tensor<f32>
+{step}    %dt = stablehlo.constant dense<1.0> : tensor<f32>
     %t2 = stablehlo.add %t, %dt : tensor<f32>
     stablehlo.return %t2, %j, %v2 : tensor<f32>, tensor<i32>, tensor<16xf32>
   }
@@ -116,7 +125,7 @@ SOLVE = module(
   %mb = stablehlo.broadcast_in_dim %m, dims = [] : (tensor<f32>) -> tensor<16xf32>
   %r = stablehlo.divide %u, %mb : tensor<16xf32>
   %e = stablehlo.subtract %w#0, %t0 : tensor<f32>
-  return %r, %e, %w#1 : tensor<16xf32>, tensor<f32>, tensor<i32>""")
+  return %r, %e, %w#1 : tensor<16xf32>, tensor<f32>, tensor<i32>""").replace("{step}", STEP)
 
 
 STARTS = {"constant": "stablehlo.constant dense<0> : tensor<i32>",
@@ -130,7 +139,7 @@ def solve(x: np.ndarray, steps: float, start: int) -> tuple[np.ndarray, np.float
     v, t0 = x * np.float32(0.5), np.float32(abs(x.sum(dtype=np.float32)))
     t, limit, i = t0, t0 + np.float32(steps), start
     while t < limit:
-        v, t, i = v * np.float32(0.9) + np.float32(0.25), t + np.float32(1), i + 1
+        v, t, i = step(v), t + np.float32(1), i + 1
     v[3] = t
     return v / max(np.float32(0), v.max()), t - t0, i
 
@@ -180,18 +189,12 @@ COUNTED = module("(%x: tensor<16xf32>, %w: tensor<16x4xf32>) -> tensor<4xf32>", 
     %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %p : tensor<i1>
   } do {
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    %k = stablehlo.constant dense<0.9> : tensor<16xf32>
-    %c = stablehlo.constant dense<0.25> : tensor<16xf32>
-    %vk = stablehlo.multiply %v, %k : tensor<16xf32>
-    %v2 = stablehlo.add %vk, %c : tensor<16xf32>
-    stablehlo.return %j, %v2 : tensor<i32>, tensor<16xf32>
+{step}    stablehlo.return %j, %v2 : tensor<i32>, tensor<16xf32>
   }
   %d = stablehlo.dot_general %l#1, %w, contracting_dims = [0] x [0]
        : (tensor<16xf32>, tensor<16x4xf32>) -> tensor<4xf32>
   %t = stablehlo.tanh %d : tensor<4xf32>
-  return %t : tensor<4xf32>""")
+  return %t : tensor<4xf32>""").replace("{step}", STEP)
 
 
 def test_a_counted_loop_ends_with_its_epilogue_against_numpy(
@@ -204,7 +207,7 @@ def test_a_counted_loop_ends_with_its_epilogue_against_numpy(
         np.float32)
     v = x.copy()
     for _ in range(7):
-        v = v * np.float32(0.9) + np.float32(0.25)
+        v = step(v)
     (got,) = backend_opencl.compile_stablehlo(COUNTED)(x, w)
     np.testing.assert_allclose(got, np.tanh(v @ w), rtol=1e-5, atol=1e-6)
 

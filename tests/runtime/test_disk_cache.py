@@ -41,6 +41,15 @@ SMALL = """func.func public @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> t
 }"""
 
 
+def run_small(seed: int) -> str:
+    """Python lines (for a child process) compiling ``SMALL`` and checking it against
+    numpy on random data of ``seed``."""
+    return (f"exe = backend_opencl.compile_stablehlo({SMALL!r})\n"
+            f"a, b = np.random.default_rng({seed}).standard_normal((2, 4, 8), "
+            "dtype=np.float32)\n"
+            "np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6, atol=1e-6)\n")
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh cache root (not created yet); this process's counters, messages and
@@ -385,11 +394,8 @@ def test_damaged_vendor_files_are_rewritten(cache: Path, damage: bytes) -> None:
 def test_a_cache_of_random_bytes_gives_a_normal_run(cache: Path) -> None:
     """The report: every file of a cache folder overwritten with a few random bytes made
     every later run die (a UnicodeDecodeError reading an ``.icd`` file)."""
-    code = ("import numpy as np, backend_opencl\n"
-            f"exe = backend_opencl.compile_stablehlo({SMALL!r})\n"
-            "a, b = np.random.default_rng(5).standard_normal((2, 4, 8), dtype=np.float32)\n"
-            "np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6, atol=1e-6)\n"
-            "backend_opencl.compile_stablehlo(open('examples/mlp.mlir').read())\n")
+    code = ("import numpy as np, backend_opencl\n" + run_small(5)
+            + "backend_opencl.compile_stablehlo(open('examples/mlp.mlir').read())\n")
     env = {**os.environ, diskcache.DIR_ENV: str(cache)}
     for name in ("OCL_ICD_VENDORS", "TLC_DEVICE"):  # the default drivers: a vendor folder
         env.pop(name, None)
@@ -594,11 +600,8 @@ def test_the_source_hash_covers_every_library_module(monkeypatch: pytest.MonkeyP
 def test_a_cached_program_runs_without_islpy(cache: Path) -> None:
     """A second process runs a StableHLO program from the disk cache without importing
     islpy (its modules' launch contracts are plain data, tensorlang/schedule/contracts.py)."""
-    code = ("import sys, numpy as np, backend_opencl\n"
-            f"exe = backend_opencl.compile_stablehlo({SMALL!r})\n"
-            "a, b = np.random.default_rng(7).standard_normal((2, 4, 8), dtype=np.float32)\n"
-            "np.testing.assert_allclose(exe(a, b)[0], a * b + a, rtol=1e-6, atol=1e-6)\n"
-            "print('islpy' in sys.modules)\n")
+    code = ("import sys, numpy as np, backend_opencl\n" + run_small(7)
+            + "print('islpy' in sys.modules)\n")
     env = {**os.environ, diskcache.DIR_ENV: str(cache)}
 
     def islpy_imported() -> str:
