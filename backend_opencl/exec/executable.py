@@ -44,7 +44,7 @@ from backend_opencl.exec.module import Module
 from backend_opencl.exec.runtime import InFlight, PlanRuntime
 from backend_opencl.runtime import profile
 from tensorlang.diagnostics import LaunchError
-from tensorlang.plan import Callback, Copy, Launch, Plan, Step
+from tensorlang.plan import Callback, Copy, Launch, Plan, Step, launches
 
 POISON = os.environ.get("TLC_POISON") == "1"
 """Fill every new buffer with 0xFF bytes (tests; ``TLC_POISON=1``)."""
@@ -81,6 +81,7 @@ class Executable:
         self._constants: dict[int, object] = {}
         self._steps: tuple[StepFn, ...] | None = None
         self._frames: Any = None
+        self._stop_prewarm: Callable[[], None] | None = None
         self._pool: Pool = {}
         self._lock = threading.Lock()
         self.in_place_results = runtime.result_hosts(self)
@@ -118,6 +119,7 @@ class Executable:
                 frames.give(run)
             else:
                 self._give_back(run)
+            self._prewarmed()
         if profiling:
             profile.PROFILE.call(time.perf_counter() - start)
         return out
@@ -163,6 +165,16 @@ class Executable:
                     self.runtime.frames(self, resolver.direct)
                 self._frames = frames
                 self._steps = () if frames else resolver.steps(self.plan.steps)
+                if self.module is not None:
+                    direct = [s for s in launches(self.plan.steps) if resolver.direct(s)]
+                    self._stop_prewarm = self.runtime.prewarm(self, direct)
+
+    def _prewarmed(self) -> None:
+        """Stop the first call's helper compiling kernels, if one runs (its work is done:
+        the call launched every kernel)."""
+        stop, self._stop_prewarm = self._stop_prewarm, None
+        if stop is not None:
+            stop()
 
     def _check_sizes(self) -> None:
         """LaunchError when a buffer of the plan exceeds the device's largest allocation

@@ -204,6 +204,12 @@ class PlanRuntime(Protocol[BufferT, EventT]):
         taken and given back by calls), or None to run the plan step by step.  ``direct``
         says which launches bind their buffers straight."""
 
+    def prewarm(self, exe: Executable[BufferT, EventT], launches: Sequence[Launch]
+                ) -> Callable[[], None] | None:
+        """Start compiling the kernels of ``launches`` (``exe``'s direct launches, in plan
+        order) elsewhere while the first call runs, where the runtime can; the function
+        that stops it, to call when the first call returns (None: nothing started)."""
+
     def dispatch(self, exe: Executable[BufferT, EventT], args: list[object], frames: Any
                  ) -> tuple[object, ...]:
         """A call with checked ``args`` that does not wait, where the runtime can (on

@@ -272,8 +272,15 @@ def driver_specs() -> list[str]:
     return specs
 
 
+LOADER_ENV: dict[str, str | None] = {}
+"""The loader's variables as its first platform query read them (None: unset), recorded
+by :func:`restore_env`: a helper process that must load the same drivers sets them
+(:mod:`backend_opencl.runtime.opencl.prewarm`)."""
+
+
 def restore_env(old: dict[str, str | None]) -> None:
     """Put back the variables :func:`prepare_loader` changed (the loader has read them)."""
+    LOADER_ENV.update({key: os.environ.get(key) for key in old})
     for key, value in old.items():
         if value is None:
             os.environ.pop(key, None)

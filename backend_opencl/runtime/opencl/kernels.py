@@ -12,6 +12,7 @@ kernel object's arguments are shared state, so each launch sets them under its l
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,14 @@ from backend_opencl.exec.arguments import (
 )
 from backend_opencl.exec.runtime import Binder, Writeback
 from backend_opencl.runtime import profile
-from backend_opencl.runtime.opencl import buffers, build, device_groups, launch, memory
+from backend_opencl.runtime.opencl import (
+    buffers,
+    build,
+    device_groups,
+    launch,
+    memory,
+    prewarm,
+)
 from backend_opencl.runtime.opencl.devices import Device
 from tensorlang.diagnostics import LaunchError
 from tensorlang.ir.types import GroupType, MemRefType
@@ -48,9 +56,11 @@ class OpenCLKernel:
 
 @dataclass(frozen=True)
 class OpenCLBuilt:
-    """A built OpenCL program (the plan executor prepares its launches from it)."""
+    """A built OpenCL program (the plan executor prepares its launches from it) and
+    whether the build compiled it (found it in no cache)."""
 
     program: cl.Program
+    fresh: bool = False
 
     def kernel(self, c_name: str) -> OpenCLKernel:
         """A kernel object of its own for kernel ``c_name``."""
@@ -73,7 +83,10 @@ class OpenCLKernels:
 
     def build(self, source: str, names: Sequence[str]) -> OpenCLBuilt:
         """``source`` built for the device (through the build cache)."""
-        return OpenCLBuilt(build.build_program(self.device, source, (), tuple(names)))
+        start = time.perf_counter()
+        program = build.build_program(self.device, source, (), tuple(names))
+        fresh = time.perf_counter() - start > prewarm.FRESH_BUILD_S
+        return OpenCLBuilt(program, fresh)
 
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
         """The most work-groups of ``work_group_size`` one launch may have."""

@@ -38,7 +38,7 @@ import pyopencl.array as cl_array
 from backend_opencl.exec import runtime, speculation, steps
 from backend_opencl.exec.runtime import Kernel, Module
 from backend_opencl.runtime import profile
-from backend_opencl.runtime.opencl import buffers, launch, memory
+from backend_opencl.runtime.opencl import buffers, launch, memory, prewarm
 from backend_opencl.runtime.opencl.device_array import DeviceArray
 from backend_opencl.runtime.opencl.devices import Device
 from backend_opencl.runtime.opencl.frames import Frame, FramedExecutable, Frames, Layout, framed
@@ -98,6 +98,24 @@ class OpenCLPlans:
             return None
         # its runtime is this one (its device this one's), its module built by OpenCLKernels
         return Frames(cast("FramedExecutable", exe), layout, fresh=lambda: exe.poison)
+
+    def prewarm(self, exe: Executable, launches: Sequence[Launch]
+                ) -> Callable[[], None] | None:
+        """A helper process compiling the kernels of ``launches`` into PoCL's cache, the
+        last first (:mod:`.prewarm`); the function that stops it."""
+        module = cast("KernelTable", exe.module)  # a plan with launches has one
+        built = cast("Module[object]", exe.module).built
+        assert isinstance(built, OpenCLBuilt)
+        kernels: dict[str, prewarm.KernelLaunch] = {}
+        for step in reversed(launches):
+            info = module.kernels[step.kernel].info
+            if info.c_name not in kernels:
+                sizes = tuple(exe.plan.buffers[b].size * exe.storage[b].itemsize
+                              for b in step.args)
+                kernels[info.c_name] = prewarm.KernelLaunch(
+                    info.c_name, info.plan.work_group_size, sizes)
+        helper = prewarm.start(self.device, module.source, built.fresh, list(kernels.values()))
+        return None if helper is None else helper.stop
 
     # -- arguments ---------------------------------------------------------------------------
 

@@ -49,6 +49,10 @@ class SyclPlans:
         """None: plans run step by step."""
         return None
 
+    def prewarm(self, exe: Executable, launches: Sequence[Launch]) -> None:
+        """None: SYCL builds compile every kernel (nothing is left for first launches)."""
+        return None
+
     def dispatch(self, exe: Executable, args: list[object], frames: None
                  ) -> tuple[np.ndarray | None, ...]:
         """A plain call (it waits)."""

@@ -1,0 +1,135 @@
+"""The helper process that compiles a first call's kernels into PoCL's disk cache
+(:mod:`backend_opencl.runtime.opencl.prewarm`): it compiles every kernel it is given (its
+own cache folder shows them), it is stopped when the first call returns, the results
+are numpy's with it running (a host loop of a data-dependent trip count, poisoned
+outputs), and it starts only where it pays off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import backend_opencl
+from backend_opencl.exec import executable
+from backend_opencl.runtime.opencl import prewarm
+from backend_opencl.runtime.opencl.devices import get_device
+from tensorlang.plan import launches
+
+RNG = np.random.default_rng(43)
+
+V = "tensor<256xf32>"
+
+# kernels before, in and after a loop of a data-dependent trip count
+PROGRAM = f"""func.func public @main(%x: {V}, %limit: tensor<f32>) -> ({V}, tensor<i32>) {{
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %x2 = stablehlo.sine %x : {V}
+  %0:2 = stablehlo.while(%v = %x2, %i = %c0) : {V}, tensor<i32>
+   cond {{
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %sq = stablehlo.multiply %v, %v : {V}
+    %s = stablehlo.reduce(%sq init: %z) applies stablehlo.add across dimensions = [0]
+         : ({V}, tensor<f32>) -> tensor<f32>
+    %p = stablehlo.compare GT, %s, %limit : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %h = stablehlo.constant dense<HALF> : {V}
+    %w = stablehlo.multiply %v, %h : {V}
+    %c = stablehlo.cosine %w : {V}
+    %u = stablehlo.multiply %c, %w : {V}
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %u, %j : {V}, tensor<i32>
+  }}
+  %a = stablehlo.exponential %0#0 : {V}
+  %b = stablehlo.multiply %a, %x : {V}
+  %r = stablehlo.reverse %b, dims = [0] : {V}
+  %t = stablehlo.tanh %r : {V}
+  return %t, %0#1 : {V}, tensor<i32>
+}}
+"""
+
+
+def _numpy(x: np.ndarray, limit: float, half: float) -> tuple[np.ndarray, int]:
+    v, i = np.sin(x.astype(np.float64)), 0
+    while float(np.sum(v * v)) > limit:
+        w = v * half
+        v, i = np.cos(w) * w, i + 1
+    return np.tanh((np.exp(v) * x)[::-1]), i
+
+
+@pytest.fixture
+def helpers(monkeypatch: pytest.MonkeyPatch) -> list[prewarm.Helper]:
+    """The helpers started (each source may start one again)."""
+    device = get_device()
+    if not device.is_pocl or prewarm.os.environ.get(prewarm.KERNEL_CACHE_ENV) == "0":
+        pytest.skip("the helper shares PoCL's kernel cache")
+    started: list[prewarm.Helper] = []
+    start = prewarm.start
+
+    def recording(*args: object, **kwargs: object) -> prewarm.Helper | None:
+        helper = start(*args, **kwargs)  # type: ignore[arg-type]
+        if helper is not None:
+            started.append(helper)
+            stop = helper.stop
+
+            def stopped() -> None:
+                helper.stopped = True  # type: ignore[attr-defined]
+                stop()
+
+            helper.stop = stopped  # type: ignore[method-assign]
+        return helper
+
+    monkeypatch.setattr(prewarm, "start", recording)
+    monkeypatch.setattr(prewarm, "_STARTED", set())
+    monkeypatch.setenv(prewarm.ENV, "1")
+    return started
+
+
+def _compiled(text: str) -> executable.Executable:
+    return backend_opencl.compile_stablehlo(text)
+
+
+def test_helper_compiles_every_kernel_into_its_cache(helpers: list[prewarm.Helper],
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch
+                                                     ) -> None:
+    exe = _compiled(PROGRAM.replace("HALF", "0.5"))  # PoCL starts with its own cache
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path))  # the helper's
+    exe._resolve()  # what a first call does before its launches
+    assert len(helpers) == 1
+    assert helpers[0].process.wait(timeout=120) == 0  # it launched every kernel
+    kernels = exe.kernels().kernels
+    expected = {kernels[s.kernel].info.c_name for s in launches(exe.plan.steps)}
+    compiled = {p.parent.parent.name for p in tmp_path.rglob("*.so")}
+    assert len(expected) >= 3 and expected <= compiled, expected - compiled
+
+
+def test_first_call_stops_helper_and_matches_numpy(helpers: list[prewarm.Helper],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executable, "POISON", True)
+    exe = _compiled(PROGRAM.replace("HALF", "0.45"))
+    x = RNG.standard_normal(256).astype(np.float32)
+    limit = np.float32(1e-3)
+    out, trips = exe(x, limit)
+    assert len(helpers) == 1
+    assert getattr(helpers[0], "stopped", False)  # when the call returned
+    assert helpers[0].process.poll() is not None
+    want, want_trips = _numpy(x, float(limit), 0.45)
+    assert int(trips) == want_trips > 3
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
+    again, _ = exe(x, limit)  # no second helper for the same program
+    np.testing.assert_allclose(again, want, rtol=2e-5, atol=1e-6)
+    assert len(helpers) == 1
+
+
+def test_no_helper_where_it_would_not_pay_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    device = get_device()
+    monkeypatch.setattr(prewarm, "_STARTED", set())
+    monkeypatch.delenv(prewarm.ENV, raising=False)
+    kernels = [prewarm.KernelLaunch(f"k{i}", (1, 1), (4,)) for i in range(prewarm.MIN_KERNELS)]
+    assert prewarm.start(device, "kernel void k0() {}", False, kernels) is None  # cached
+    assert prewarm.start(device, "kernel void k0() {}", True, kernels[:-1]) is None  # few
+    monkeypatch.setenv(prewarm.ENV, "0")
+    assert prewarm.start(device, "kernel void k0() {}", True, kernels) is None  # off
