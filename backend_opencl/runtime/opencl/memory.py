@@ -80,7 +80,7 @@ def host_alignment(device: Device) -> int:
     return align
 
 
-_NO_CACHE: dict[str, Any] = {"cache_dir": False}
+NO_CACHE: dict[str, Any] = {"cache_dir": False}
 """``Program.build``'s keyword for no binary cache (False: pyopencl's annotation says
 ``str | None``, but None would be its own folder, ~/.cache/pyopencl)."""
 
@@ -89,7 +89,7 @@ def _probe(device: Device, align: int) -> bool:
     """Whether host memory and a USE_HOST_PTR buffer over it are the same memory."""
     try:
         # cache_dir=False: no entry in pyopencl's own folder, outside tlc's cache
-        program = cl.Program(device.context, _PROBE).build(**_NO_CACHE)
+        program = cl.Program(device.context, _PROBE).build(**NO_CACHE)
         kernel = cl.Kernel(program, "tlc_probe")
         host = aligned_empty(4 * 4, align).view(np.float32)
         host[:] = (0.0, 41.0, 0.0, 0.0)

@@ -161,9 +161,10 @@ def main(path: str) -> None:
                      for d in p.get_devices() if d.name == spec["device"])
     context = cl.Context([cl_device])
     queue = cl.CommandQueue(context)
-    no_cache: dict[str, Any] = {"cache_dir": False}  # False, not None: see build.py
+    from backend_opencl.runtime.opencl.memory import NO_CACHE
+
     program = cl.Program(context, spec["source"]).build(options=[], devices=[cl_device],
-                                                        **no_cache)
+                                                        **NO_CACHE)
     for name, (wgx, wgy), arg_bytes in spec["kernels"]:
         kernel = cl.Kernel(program, name)
         buffers = [cl.Buffer(context, cl.mem_flags.READ_WRITE, max(int(n), 1)) for n in arg_bytes]

@@ -70,6 +70,9 @@ class SyclKernels:
         """``source`` built for the queue's context (cached)."""
         return SyclBuilt(queue.build(self.device, source, list(names)))
 
+    def warm_up(self, key: str) -> None:
+        """Nothing: SYCL queues come with their compiler set up."""
+
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
         """The most work-groups of ``work_group_size`` one launch may have."""
         return max_groups(self.device.facts, work_group_size)

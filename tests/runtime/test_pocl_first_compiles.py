@@ -1,8 +1,12 @@
-"""The helper process that compiles a first call's kernels into PoCL's disk cache
+"""PoCL's first-time compiles, moved off the critical path.
+
+The helper process that compiles a first call's kernels into PoCL's disk cache
 (:mod:`backend_opencl.runtime.opencl.prewarm`): it compiles every kernel it is given (its
 own cache folder shows them), it is stopped when the first call returns, the results
 are numpy's with it running (a host loop of a data-dependent trip count, poisoned
-outputs), and it starts only where it pays off."""
+outputs), and it starts only where it pays off.  The background set-up of PoCL's
+compiler (:func:`backend_opencl.runtime.opencl.build.warm_up`): once per process and
+device, a build that completes, nothing elsewhere."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import pytest
 
 import backend_opencl
 from backend_opencl.exec import executable
-from backend_opencl.runtime.opencl import prewarm
+from backend_opencl.runtime.opencl import build, prewarm
 from backend_opencl.runtime.opencl.devices import get_device
 from tensorlang.plan import launches
 
@@ -133,3 +137,22 @@ def test_no_helper_where_it_would_not_pay_off(monkeypatch: pytest.MonkeyPatch) -
     assert prewarm.start(device, "kernel void k0() {}", True, kernels[:-1]) is None  # few
     monkeypatch.setenv(prewarm.ENV, "0")
     assert prewarm.start(device, "kernel void k0() {}", True, kernels) is None  # off
+
+
+def test_compiler_warm_up_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    device = get_device()
+    monkeypatch.setattr(build, "_WARMED", set())
+    thread = build.warm_up(device, "a program's hash")
+    if not device.is_pocl:
+        assert thread is None
+        return
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert build.warm_up(device, "another program's hash") is None
+    exe = _compiled(PROGRAM.replace("HALF", "0.55"))  # builds after the warm-up
+    x = RNG.standard_normal(256).astype(np.float32)
+    out, trips = exe(x, np.float32(1e-2))
+    want, want_trips = _numpy(x, 1e-2, 0.55)
+    assert int(trips) == want_trips
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
