@@ -50,3 +50,41 @@ def test_dense_constant_becomes_a_buffer() -> None:
   return %0 : tensor<2x2xf64>""")
     a = rand((2, 2), np.float64)
     np.testing.assert_array_equal(run(text, a)[0], a + [[1, 2], [3, 4]])
+
+
+def test_pad_tests_only_the_bounds_it_can_cross() -> None:
+    """No padding (jax's irfft pads its spectrum by nothing) and negative padding read the
+    operand with no branch; each padded side still gets its padding value."""
+    import frontend
+    from frontend.lower import lower_function
+
+    signature = ("(%a: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x3xf32>, "
+                 "tensor<5x6xf32>, tensor<4x8xf32>, tensor<4x11xf32>)")
+    body = """
+  %z = stablehlo.constant dense<-2.5> : tensor<f32>
+  %0 = stablehlo.pad %a, %z, low = [0, 0], high = [0, 0], interior = [0, 0]
+      : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %1 = stablehlo.pad %a, %z, low = [-1, -2], high = [-1, -1], interior = [0, 0]
+      : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %2 = stablehlo.pad %a, %z, low = [1, 0], high = [0, 0], interior = [0, 0]
+      : (tensor<4x6xf32>, tensor<f32>) -> tensor<5x6xf32>
+  %3 = stablehlo.pad %a, %z, low = [0, -1], high = [0, 3], interior = [0, 0]
+      : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %4 = stablehlo.pad %a, %z, low = [0, 0], high = [0, 0], interior = [0, 1]
+      : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x11xf32>
+  return %0, %1, %2, %3, %4 : tensor<4x6xf32>, tensor<2x3xf32>, tensor<5x6xf32>,
+      tensor<4x8xf32>, tensor<4x11xf32>"""
+    a = rand((4, 6))
+    r0, r1, r2, r3, r4 = run(module(signature, body), a)
+    np.testing.assert_array_equal(r0, a)
+    np.testing.assert_array_equal(r1, a[1:3, 2:5])
+    np.testing.assert_array_equal(r2, np.pad(a, ((1, 0), (0, 0)), constant_values=-2.5))
+    np.testing.assert_array_equal(r3, np.pad(a[:, 1:], ((0, 0), (0, 3)), constant_values=-2.5))
+    interior = np.full((4, 11), -2.5, np.float32)
+    interior[:, ::2] = a
+    np.testing.assert_array_equal(r4, interior)
+    only_slices = module("(%a: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x3xf32>)",
+                         body.split("  %2 =")[0] + "  return %0, %1 : tensor<4x6xf32>, "
+                         "tensor<2x3xf32>")
+    kernels = lower_function(frontend.parse(only_slices)).kernels or ""
+    assert " if " not in kernels and "select" not in kernels, kernels

@@ -136,26 +136,32 @@ def concatenate(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 
 @elemental("stablehlo.pad")
 def pad(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
-    """operand[(idx - low) / (interior + 1)] where that lands on an element, else padding."""
+    """operand[(idx - low) / (interior + 1)] where that lands on an element, else padding.
+    Bounds that hold for every index of a dimension are not tested (no low or high
+    padding there: a pad that only slices, or none at all, as jax's ``irfft`` emits,
+    reads its operand with no branch)."""
     src = op.operand("operand")
     low = op.ints_attr("edge_padding_low")
     interior = op.ints_attr("interior_padding")
-    shape = types.shape(src)
+    shape, out_shape = types.shape(src), types.shape(op.result)
     t = types.elem(op.result)
     k = f.k
     inside = None
     src_idx: list[IndexExpr] = []
-    for i, lo, step, n in zip(idx, low, interior, shape, strict=True):
+    for i, lo, step, n, m in zip(idx, low, interior, shape, out_shape, strict=True):
         rel = k.idx(k.isub(i, lo))
         j = k.arith("div", rel, k.idx(step + 1), "index") if step else rel
-        conds = [k.cmp("ge", rel, k.idx(0), "index"),
-                 k.cmp("lt", j, k.idx(n), "index")]
+        conds = []
+        if lo > 0:  # below the first element
+            conds.append(k.cmp("ge", rel, k.idx(0), "index"))
+        if (m - 1 - lo) // (step + 1) >= n:  # past the last one
+            conds.append(k.cmp("lt", j, k.idx(n), "index"))
         if step:
             conds.append(k.cmp("eq", k.arith("rem", rel, k.idx(step + 1), "index"),
                                k.idx(0), "index"))
         for c in conds:
             inside = c if inside is None else k.arith("and", inside, c, "i1")
-        src_idx.append(k.select(conds[0], j, k.idx(0), "index"))
+        src_idx.append(k.select(conds[0], j, k.idx(0), "index") if lo > 0 else j)
     padding = f.value(op.operand("padding_value"), [])
     if inside is None:
         return f.value(src, src_idx)
