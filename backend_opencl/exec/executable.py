@@ -144,7 +144,8 @@ class Executable:
         without prepared frames runs it as a plain call."""
         args = self.check(arrays)
         if self._steps is None:
-            self._resolve()
+            # no helper compiling kernels: nothing here would stop it when they all ran
+            self._resolve(prewarm=False)
         return self.runtime.dispatch(self, args, self._frames)
 
     def with_callbacks(self, host_callbacks: Sequence[Callable[..., object]]) -> Executable:
@@ -153,9 +154,11 @@ class Executable:
         return Executable(self.plan, self.module, self.runtime, self.name, self.arg_dtypes,
                           self.result_dtypes, host_callbacks)
 
-    def _resolve(self) -> None:
+    def _resolve(self, prewarm: bool = True) -> None:
         """Resolve the plan once (even when the first calls are concurrent): its step
-        functions and, where the runtime prepares them, its frames."""
+        functions and, where the runtime prepares them, its frames; with ``prewarm``,
+        start the runtime's compiling of the kernels beside the first call
+        (:meth:`PlanRuntime.prewarm`), which the call stops when it returns."""
         with self._lock:
             if self._steps is None:
                 self._check_sizes()
@@ -165,7 +168,7 @@ class Executable:
                     self.runtime.frames(self, resolver.direct)
                 self._frames = frames
                 self._steps = () if frames else resolver.steps(self.plan.steps)
-                if self.module is not None:
+                if prewarm and self.module is not None:
                     direct = [s for s in launches(self.plan.steps) if resolver.direct(s)]
                     self._stop_prewarm = self.runtime.prewarm(self, direct)
 

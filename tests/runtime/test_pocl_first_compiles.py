@@ -156,3 +156,13 @@ def test_compiler_warm_up_once_per_process(monkeypatch: pytest.MonkeyPatch) -> N
     want, want_trips = _numpy(x, 1e-2, 0.55)
     assert int(trips) == want_trips
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
+
+
+def test_no_helper_for_a_first_call_that_does_not_wait(helpers: list[prewarm.Helper]) -> None:
+    exe = _compiled(PROGRAM.replace("HALF", "0.6"))
+    x = RNG.standard_normal(256).astype(np.float32)
+    out, trips = exe.dispatch(x, np.float32(1e-2))
+    want, want_trips = _numpy(x, 1e-2, 0.6)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=2e-5, atol=1e-6)
+    assert int(np.asarray(trips)) == want_trips
+    assert not helpers  # nothing would stop it
