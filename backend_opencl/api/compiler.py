@@ -135,20 +135,24 @@ def verify_lowered() -> bool:
     return os.environ.get(VERIFY_ENV, "0") == "1"
 
 
-def _after_passes(program: Program, check_bounds: bool = False,
+def _after_passes(program: Program, target: Target, check_bounds: bool = False,
                   contracts: dict[str, tuple[LaunchCheck, ...]] | None = None,
                   static_checks: bool = True) -> Program:
-    """A copy of ``program`` after the back end's pass pipeline (with ``check_bounds``,
-    ``check-bounds`` also marks the accesses that need run-time guards; without
-    ``static_checks`` and ``check_bounds``, it does not run).  With ``contracts``, each
-    function's launch checks are put there and, without ``check_bounds``, the accesses
-    the host cannot check get run-time guards (with it, every access is guarded and only
-    the checks of group member indices are kept)."""
+    """A copy of ``program`` after the back end's pass pipeline for ``target`` (with
+    ``check_bounds``, ``check-bounds`` also marks the accesses that need run-time guards;
+    without ``static_checks`` and ``check_bounds``, it does not run; where the target
+    runs one work-item per group, functions that leave it the choice get no barriers).
+    With ``contracts``, each function's launch checks are put there and, without
+    ``check_bounds``, the accesses the host cannot check get run-time guards (with it,
+    every access is guarded and only the checks of group member indices are kept)."""
+    from backend_opencl.emit.target import single_item_groups
     from tensorlang.ir.clone import clone_program
     from tensorlang.passes import DEFAULT_PIPELINE, run_pipeline
 
     work = clone_program(program)
     pipeline = DEFAULT_PIPELINE
+    if single_item_groups(target):
+        pipeline = pipeline.replace("insert-barrier", "insert-barrier{single_item=true}")
     if not static_checks:
         pipeline = ",".join(p for p in pipeline.split(",") if p != "check-bounds")
     if check_bounds:  # last: the loads and stores other passes create are marked too
@@ -186,8 +190,9 @@ def lower(program: Program, target: Target | None = None, check_bounds: bool = F
     ``static_checks``: see :func:`_after_passes`)."""
     from backend_opencl.emit import DEFAULT_TARGET, emit_program
 
-    return emit_program(_after_passes(program, check_bounds, contracts, static_checks),
-                        target or DEFAULT_TARGET)
+    target = target or DEFAULT_TARGET
+    return emit_program(_after_passes(program, target, check_bounds, contracts,
+                                      static_checks), target)
 
 
 def compile_program(program: object, device: object = None, target: Target | None = None,
@@ -289,7 +294,8 @@ def emit(program: object, kind: str, device: object = None, entry: str = "main",
     if kind == "schedule":
         from backend_opencl.emit.schedule_text import schedule_text
 
-        return schedule_text(_after_passes(prog), _target_or_default(device))
+        target = _target_or_default(device)
+        return schedule_text(_after_passes(prog, target), target)
     raise TlcError(f"error: unknown --emit kind {kind!r} (use tl, cl or schedule)")
 
 

@@ -174,6 +174,13 @@ def choose_plan(func: Function, target: Target) -> KernelPlan:
                       register_block=tuned, stage=stage)
 
 
+def single_item_groups(target: Target) -> bool:
+    """Whether ``target`` runs a function that chooses neither its work-group size nor its
+    subgroup size with one work-item per group (:func:`choose_plan`: a CPU plan, where the
+    compiler does not vectorise across work-items)."""
+    return target.kind == "cpu" and not target.simd_across_work_items
+
+
 SIMD_WORK_ITEMS = 16
 """Work-items per group where the compiler vectorises across them (Intel's CPU runtime,
 AVX-512): elementwise_chain's kernel 2.7 ms (1 work-item) -> 0.4-0.5 (16), 0.6 (32),

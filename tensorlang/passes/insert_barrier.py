@@ -10,10 +10,11 @@ disjointness, the barrier stays.
 Loop bodies see the effects of their own previous iteration; an ``if`` continues with
 the union of both branches.  SPMD regions are left alone (barriers there are the
 author's, as the reference says).  A function whose work-group is one work-item
-(``work_group_size(1,1)``: the lowering's loop kernels) needs none: its one work-item
-sees its own writes in program order, and a barrier under a branch makes PoCL's
-work-group compiler replicate the code after it (a diffrax solve's loop kernel with its
-prologue and epilogue took minutes to build).
+(``work_group_size(1,1)``: the lowering's loop kernels; with ``single_item``, every
+function that leaves its work-group to a CPU plan) needs none: its one work-item sees
+its own writes in program order, and a barrier under a branch makes PoCL's work-group
+compiler replicate the code after it (a diffrax solve's loop kernel with its prologue
+and epilogue took minutes to build).
 """
 
 from __future__ import annotations
@@ -31,14 +32,27 @@ from tensorlang.schedule.deps import Footprint, footprint
 
 @dataclass(frozen=True)
 class InsertBarrier(Pass):
-    """Insert barriers where collectives depend on each other."""
+    """Insert barriers where collectives depend on each other.
+
+    ``single_item`` (``insert-barrier{single_item=true}``, what the back end runs for a
+    CPU plan): the target runs a function that sets neither its work-group size nor its
+    subgroup size with one work-item per group, so such a function gets none.
+    """
 
     name: ClassVar[str] = "insert-barrier"
+    single_item: bool = False
 
     def run(self, program: Program) -> None:
-        """Insert barriers in every function of ``program``."""
+        """Insert barriers in every function of ``program`` that may need them."""
         for func in program.functions:
-            insert_barriers(func)
+            if not (self.single_item and runs_single_item(func)):
+                insert_barriers(func)
+
+
+def runs_single_item(func: Function) -> bool:
+    """Whether ``func`` leaves its work-group to a target that runs one work-item per
+    group: no ``work_group_size``, no ``subgroup_size``."""
+    return func.work_group_size is None and func.subgroup_size is None
 
 
 def insert_barriers(func: Function) -> None:

@@ -89,7 +89,9 @@ func @k(%x: memref<f32x16>, %y: memref<f32x16>) {
 
 def test_emit_schedule_cli(tmp_path: Path) -> None:
     path = tmp_path / "k.tl"
-    path.write_text(PROGRAM)
+    # several work-items: a CPU plan runs a kernel that leaves it the choice on one,
+    # which needs no barriers
+    path.write_text(PROGRAM.replace("%hi: index) {", "%hi: index) work_group_size(4, 1) {"))
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["compile", str(path), "--emit", "schedule"]) == 0
