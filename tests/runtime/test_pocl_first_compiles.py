@@ -20,39 +20,23 @@ from backend_opencl.exec import executable
 from backend_opencl.runtime.opencl import build, prewarm
 from backend_opencl.runtime.opencl.devices import get_device
 from tensorlang.plan import launches
+from tests.runtime.test_plan_frame_loops import HALVING
 
 RNG = np.random.default_rng(43)
 
 V = "tensor<256xf32>"
 
-# kernels before, in and after a loop of a data-dependent trip count
-PROGRAM = f"""func.func public @main(%x: {V}, %limit: tensor<f32>) -> ({V}, tensor<i32>) {{
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %x2 = stablehlo.sine %x : {V}
-  %0:2 = stablehlo.while(%v = %x2, %i = %c0) : {V}, tensor<i32>
-   cond {{
-    %z = stablehlo.constant dense<0.0> : tensor<f32>
-    %sq = stablehlo.multiply %v, %v : {V}
-    %s = stablehlo.reduce(%sq init: %z) applies stablehlo.add across dimensions = [0]
-         : ({V}, tensor<f32>) -> tensor<f32>
-    %p = stablehlo.compare GT, %s, %limit : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    stablehlo.return %p : tensor<i1>
-  }} do {{
-    %h = stablehlo.constant dense<HALF> : {V}
-    %w = stablehlo.multiply %v, %h : {V}
-    %c = stablehlo.cosine %w : {V}
-    %u = stablehlo.multiply %c, %w : {V}
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %u, %j : {V}, tensor<i32>
-  }}
-  %a = stablehlo.exponential %0#0 : {V}
+# kernels before, in and after test_plan_frame_loops' loop of a data-dependent trip
+# count (its halving factor HALF)
+PROGRAM = (HALVING
+           .replace("  %0:2 = stablehlo.while(%v = %x,",
+                    f"  %x2 = stablehlo.sine %x : {V}\n  %0:2 = stablehlo.while(%v = %x2,")
+           .replace("dense<0.5>", "dense<HALF>")
+           .replace("  return %0#0, %0#1", f"""  %a = stablehlo.exponential %0#0 : {V}
   %b = stablehlo.multiply %a, %x : {V}
   %r = stablehlo.reverse %b, dims = [0] : {V}
   %t = stablehlo.tanh %r : {V}
-  return %t, %0#1 : {V}, tensor<i32>
-}}
-"""
+  return %t, %0#1"""))
 
 
 def _numpy(x: np.ndarray, limit: float, half: float) -> tuple[np.ndarray, int]:

@@ -69,16 +69,18 @@ class KernelLaunch(NamedTuple):
 
 
 class Helper:
-    """A running helper process."""
+    """A running helper process and the file of its work."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], spec: Path) -> None:
         self.process = process
+        self.spec = spec
 
     def stop(self) -> None:
         """End the helper (what it compiled so far stays in PoCL's cache)."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        self.spec.unlink(missing_ok=True)  # when it ended before reading it
 
 
 _STARTED: set[str] = set()
@@ -121,26 +123,22 @@ def _spec(device: Device, source: str, kernels: Sequence[KernelLaunch]) -> dict[
 
 
 def _spawn(spec: dict[str, Any]) -> Helper:
-    fd, path = tempfile.mkstemp(prefix="tlc-prewarm-", suffix=".json")
+    fd, name = tempfile.mkstemp(prefix="tlc-prewarm-", suffix=".json")
+    path = Path(name)
     with os.fdopen(fd, "w") as f:
         json.dump(spec, f)
     root = str(Path(__file__).resolve().parents[3])  # where backend_opencl is imported from
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["POCL_AFFINITY"] = "0"  # the caller's workers may be pinned to both cores
-    process = subprocess.Popen(
-        [sys.executable, "-m", __name__, path], stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True)
-    return Helper(process)
-
-
-def _die_with_parent() -> None:
-    signal.alarm(DEADLINE_S)  # SIGALRM's default action ends the process
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(path)], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return Helper(process, path)
 
 
 def main(path: str) -> None:
@@ -148,7 +146,6 @@ def main(path: str) -> None:
     _die_with_parent()
     spec = json.loads(Path(path).read_text())
     Path(path).unlink()
-    import numpy as np
     import pyopencl as cl  # sets PYOPENCL_HOME: the loader's variables go on top
 
     for key, value in spec["loader_env"].items():
@@ -159,17 +156,35 @@ def main(path: str) -> None:
     cl_device = next(d for p in cl.get_platforms()
                      if [p.name, p.version] == spec["platform"]
                      for d in p.get_devices() if d.name == spec["device"])
-    context = cl.Context([cl_device])
-    queue = cl.CommandQueue(context)
+    _compile(cl, cl_device, spec["source"], [KernelLaunch(n, tuple(wg), tuple(sizes))
+                                             for n, wg, sizes in spec["kernels"]])
+
+
+def _die_with_parent() -> None:
+    if hasattr(signal, "alarm"):
+        signal.alarm(DEADLINE_S)  # SIGALRM's default action ends the process
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _compile(cl: Any, cl_device: Any, source: str, kernels: list[KernelLaunch]) -> None:
+    """Build ``source`` as the caller did and launch one work-group of each kernel."""
+    import numpy as np
+
     from backend_opencl.runtime.opencl.memory import NO_CACHE
 
-    program = cl.Program(context, spec["source"]).build(options=[], devices=[cl_device],
-                                                        **NO_CACHE)
-    for name, (wgx, wgy), arg_bytes in spec["kernels"]:
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context)
+    program = cl.Program(context, source).build(options=[], devices=[cl_device], **NO_CACHE)
+    zero = np.zeros(1, np.uint8)
+    for name, (wgx, wgy), arg_bytes in kernels:
         kernel = cl.Kernel(program, name)
-        buffers = [cl.Buffer(context, cl.mem_flags.READ_WRITE, max(int(n), 1)) for n in arg_bytes]
+        buffers = [cl.Buffer(context, cl.mem_flags.READ_WRITE, max(n, 1)) for n in arg_bytes]
         for index, buf in enumerate(buffers):  # kept alive until the launch is done
-            cl.enqueue_fill_buffer(queue, buf, np.zeros(1, np.uint8), 0, buf.size)
+            cl.enqueue_fill_buffer(queue, buf, zero, 0, buf.size)
             kernel.set_arg(index, buf)
         cl.enqueue_nd_range_kernel(queue, kernel, (wgx, wgy), (wgx, wgy)).wait()
 
