@@ -376,7 +376,7 @@ def _compile_stablehlo(text: str, dev: RunDevice, filename: str, entry: str,
     import frontend
     from frontend.lower import lower_function
 
-    kernel_runtime(dev).warm_up(hashlib.sha256(text.encode()).hexdigest())
+    kernel_runtime(dev).warm_up(text)
     progress.phase("parse")
     module = frontend.parse(text, filename=filename)
     progress.phase("lower")

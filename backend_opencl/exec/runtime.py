@@ -153,9 +153,9 @@ class KernelRuntime(Protocol[KernelT, EventT, RecordT]):
     def build(self, source: str, names: Sequence[str]) -> Built[KernelT]:
         """OpenCL C ``source`` built for the device (cached), with kernels ``names``."""
 
-    def warm_up(self, key: str) -> None:
+    def warm_up(self, text: str) -> None:
         """Start whatever the device's compiler sets up once per process, in the
-        background, before a program (``key``: its hash) is lowered and built."""
+        background, before the program ``text`` is lowered and built."""
 
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
         """The most work-groups of ``work_group_size`` one launch may have."""

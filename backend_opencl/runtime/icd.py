@@ -281,7 +281,12 @@ by :func:`restore_env`: a helper process that must load the same drivers sets th
 def restore_env(old: dict[str, str | None]) -> None:
     """Put back the variables :func:`prepare_loader` changed (the loader has read them)."""
     LOADER_ENV.update({key: os.environ.get(key) for key in old})
-    for key, value in old.items():
+    set_env(old)
+
+
+def set_env(values: Mapping[str, str | None]) -> None:
+    """Set each variable of ``values`` in this process's environment (None: unset it)."""
+    for key, value in values.items():
         if value is None:
             os.environ.pop(key, None)
         else:

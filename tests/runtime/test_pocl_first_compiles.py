@@ -126,14 +126,14 @@ def test_no_helper_where_it_would_not_pay_off(monkeypatch: pytest.MonkeyPatch) -
 def test_compiler_warm_up_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     device = get_device()
     monkeypatch.setattr(build, "_WARMED", set())
-    thread = build.warm_up(device, "a program's hash")
+    thread = build.warm_up(device, "a program's text")
     if not device.is_pocl:
         assert thread is None
         return
     assert thread is not None
     thread.join(timeout=60)
     assert not thread.is_alive()
-    assert build.warm_up(device, "another program's hash") is None
+    assert build.warm_up(device, "another program's text") is None
     exe = _compiled(PROGRAM.replace("HALF", "0.55"))  # builds after the warm-up
     x = RNG.standard_normal(256).astype(np.float32)
     out, trips = exe(x, np.float32(1e-2))

@@ -110,7 +110,7 @@ def build_program(device: Device, source: str, options: tuple[str, ...] = (),
 _WARMED: set[str] = set()
 
 
-def warm_up(device: Device, key: str) -> threading.Thread | None:
+def warm_up(device: Device, text: str) -> threading.Thread | None:
     """Start PoCL's compiler on ``device`` in the background (once per process), so that
     it is ready when the first program a process compiles is built (None: it was, or
     the device is not PoCL).
@@ -119,9 +119,9 @@ def warm_up(device: Device, key: str) -> threading.Thread | None:
     compiler up (the builtin library), on top of its own work: MobileNetV2's program
     1.32 s after nothing, 0.84 s after a 0.56 s build of one line; a failed build or a
     cached one sets nothing up.  So the one line is built in a thread (pyopencl lets go
-    of the GIL while the driver builds) while tlc lowers the program.  Its text carries
-    ``key`` (the program's hash), since PoCL's cache would answer the same text in
-    every process: a compile that is in the cache finds its one-line program there too.
+    of the GIL while the driver builds) while tlc lowers the program ``text``.  The line
+    carries a hash of ``text``, since PoCL's cache would answer the same line in every
+    process: a compile that is in the cache finds its one-line program there too.
     """
     if not device.is_pocl:
         return None
@@ -129,7 +129,7 @@ def warm_up(device: Device, key: str) -> threading.Thread | None:
         if device.key in _WARMED:
             return None
         _WARMED.add(device.key)
-    stamp = int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
+    stamp = int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
     source = f"kernel void tlc_warm_up(global long* a) {{ a[0] = {stamp}L; }}\n"
 
     def build() -> None:

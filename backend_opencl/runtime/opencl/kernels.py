@@ -88,9 +88,9 @@ class OpenCLKernels:
         fresh = time.perf_counter() - start > prewarm.FRESH_BUILD_S
         return OpenCLBuilt(program, fresh)
 
-    def warm_up(self, key: str) -> None:
+    def warm_up(self, text: str) -> None:
         """Set the device's compiler up in the background (:func:`build.warm_up`)."""
-        build.warm_up(self.device, key)
+        build.warm_up(self.device, text)
 
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
         """The most work-groups of ``work_group_size`` one launch may have."""

@@ -148,11 +148,9 @@ def main(path: str) -> None:
     Path(path).unlink()
     import pyopencl as cl  # sets PYOPENCL_HOME: the loader's variables go on top
 
-    for key, value in spec["loader_env"].items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    from backend_opencl.runtime import icd
+
+    icd.set_env(spec["loader_env"])
     cl_device = next(d for p in cl.get_platforms()
                      if [p.name, p.version] == spec["platform"]
                      for d in p.get_devices() if d.name == spec["device"])

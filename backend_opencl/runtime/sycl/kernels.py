@@ -70,7 +70,7 @@ class SyclKernels:
         """``source`` built for the queue's context (cached)."""
         return SyclBuilt(queue.build(self.device, source, list(names)))
 
-    def warm_up(self, key: str) -> None:
+    def warm_up(self, text: str) -> None:
         """Nothing: SYCL queues come with their compiler set up."""
 
     def max_groups(self, work_group_size: tuple[int, int]) -> int:
