@@ -171,7 +171,9 @@ class Builder:
     def value(self, node: Node, expected: Type | None, what: str) -> Value:
         """The operand at ``node``: a named value, or a literal of type ``expected``."""
         if isinstance(node, Token):
-            return self.scope.lookup(str(node)[1:], self.loc(node))
+            name = str(node)[1:]
+            found = self.scope.visible(name)  # located only for the error
+            return found if found is not None else self.scope.lookup(name, self.loc(node))
         return self.literal(node, expected, what)
 
     def literal(self, node: Tree, expected: Type | None, what: str) -> Value:

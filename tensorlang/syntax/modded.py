@@ -42,6 +42,9 @@ _BLAS = {
 }
 
 
+_NAMES = {enum: frozenset(e.value for e in enum) for enum in (ArithOp, CmpCond)}
+
+
 def build_modded(b: Builder, node: Tree) -> Instruction:
     """gemm, gemv, ger, hadamard_product, axpby, sum, arith, cmp or math."""
     keyword_node, *mod_nodes, comma, operands, types = node.children
@@ -109,7 +112,7 @@ def _count(b: Builder, node: Tree, name: str, what: str, given: int, wanted: int
 def _scalar(b: Builder, node: Tree, name: str, mods: list[Token], operands: list[Tree | Token],
             type_nodes: list[Tree]) -> Instruction:
     enum = ArithOp if name == "arith" else CmpCond
-    if len(mods) != 1 or str(mods[0])[1:] not in {e.value for e in enum}:
+    if len(mods) != 1 or str(mods[0])[1:] not in _NAMES[enum]:
         where = mods[1] if len(mods) > 1 else (mods[0] if mods else node)
         choices = ", ".join("." + e.value for e in enum)
         raise CompileError.at(b.loc(where), f"{name} needs one operation out of {choices}")

@@ -1,11 +1,13 @@
 """Parse tensor-language text into the IR: :func:`parse_program`.
 
 The grammar (``tensorlang.lark``) transcribes the reference's ABNF for an LALR(1)
-parser with a contextual lexer.  Names are resolved with SSA scoping and every result
-type is inferred (:mod:`tensorlang.ir.infer`); the program is *not* verified (that is
-:func:`tensorlang.verify_program`).  Every value, instruction, region and function
-carries a :class:`~tensorlang.diagnostics.Loc` quoting the source; every mistake is a
-:class:`~tensorlang.diagnostics.CompileError`.
+parser with a contextual lexer.  Text is read by :mod:`~tensorlang.syntax.descent`, a
+recursive-descent reader that builds lark's tree several times faster; where it gives
+up, lark reads the text (and reports every syntax error).  Names are resolved with SSA
+scoping and every result type is inferred (:mod:`tensorlang.ir.infer`); the program is
+*not* verified (that is :func:`tensorlang.verify_program`).  Every value, instruction,
+region and function carries a :class:`~tensorlang.diagnostics.Loc` quoting the source;
+every mistake is a :class:`~tensorlang.diagnostics.CompileError`.
 
 Readings of the reference (where its examples and its ABNF disagree):
 
@@ -49,12 +51,13 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import UnexpectedInput
 
 from tensorlang.diagnostics import Source
 from tensorlang.ir.core import Program
 from tensorlang.syntax.builder import Builder
+from tensorlang.syntax.descent import NotRead, read_tree
 from tensorlang.syntax.errors import convert
 from tensorlang.syntax.instructions import BUILDERS
 
@@ -75,10 +78,19 @@ def parse_program(text: str, filename: str = "<string>") -> Program:
     result types that cannot be inferred.
     """
     source = Source(filename, text)
+    try:
+        tree = read_tree(text)
+    except NotRead:
+        tree = _lark_tree(text, source)
+    return Builder(source, BUILDERS).program(tree)
+
+
+def _lark_tree(text: str, source: Source) -> Tree:
+    """lark's parse tree of ``text``: the reference, and the diagnostics of every
+    syntax error."""
     parser = _lark()
     try:
-        tree = parser.parse(text)
+        return parser.parse(text)
     except UnexpectedInput as error:
         terminals = {t.name: t for t in parser.terminals}
         raise convert(error, source, terminals) from None
-    return Builder(source, BUILDERS).program(tree)

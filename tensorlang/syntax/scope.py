@@ -58,7 +58,8 @@ class Scope:
         """Leave a region: its values are no longer visible."""
         self._frames.pop()
 
-    def _visible(self, name: str) -> Value | None:
+    def visible(self, name: str) -> Value | None:
+        """The value called ``name`` (without ``%``) if it is visible here."""
         for frame in reversed(self._frames):
             if name in frame:
                 return frame[name]
@@ -66,7 +67,7 @@ class Scope:
 
     def define(self, value: Value) -> None:
         """Make ``value`` visible under its name; a visible name cannot be redefined."""
-        previous = self._visible(value.name)
+        previous = self.visible(value.name)
         if previous is not None:
             raise CompileError.at(value.loc, f"redefinition of '%{value.name}'",
                                   note(previous.loc, "previous definition is here"))
@@ -75,7 +76,7 @@ class Scope:
 
     def lookup(self, name: str, loc: Loc) -> Value:
         """The value called ``name`` (without ``%``) used at ``loc``."""
-        value = self._visible(name)
+        value = self.visible(name)
         if value is not None:
             return value
         hidden = self._everywhere.get(name)

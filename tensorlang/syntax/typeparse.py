@@ -26,9 +26,10 @@ from tensorlang.syntax.scope import Node, as_token, loc_of
 def build_type(node: Tree, source: Source, *, local_default: bool = False) -> Type:
     """The type written at ``node``; ``local_default`` makes a memref without address
     space local (the reading of ``alloca -> memref<...>``)."""
-    if node.data == "scalar_type":
-        t: Type = SCALAR_TYPES[str(node.children[0])]
-    elif node.data == "void_type":
+    if node.data == "scalar_type":  # always well-formed
+        return SCALAR_TYPES[str(node.children[0])]
+    t: Type
+    if node.data == "void_type":
         t = VOID
     elif node.data == "memref_type":
         t = _memref(node, source, local_default)
