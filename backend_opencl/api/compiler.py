@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeGuard, cast
 
 from backend_opencl import progress
+from backend_opencl.api.collector import collector_paused
 from backend_opencl.api.tuned import cached_target
 from backend_opencl.memo import Memo
 from tensorlang.diagnostics import TlcError
@@ -216,7 +217,7 @@ def compile_program(program: object, device: object = None, target: Target | Non
 
     prog = as_program(program)
     dev = device_of(device)
-    with progress.compiling(_program_name(prog)):
+    with progress.compiling(_program_name(prog)), collector_paused():
         if target is None:  # the device's facts plus register blocks tuned by ``tlc tune``
             facts = facts_of(dev)
             target = cached_target(prog, facts, target_from_device(facts))
@@ -357,7 +358,7 @@ def compile_stablehlo_program(text: str, device: object = None, filename: str = 
     memo = key + (dev.queue,) if isinstance(dev, SyclDevice) else key
     exe = _EXECUTABLES.get(memo)
     if exe is None:
-        with progress.compiling(filename):
+        with progress.compiling(filename), collector_paused():
             disk = _lowered_cache_file(key)
             progress.phase("load from the disk cache")
             exe = _load_executable(disk, dev) if disk is not None else None
