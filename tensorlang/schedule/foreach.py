@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import islpy as isl
 
 from tensorlang.schedule import space
 from tensorlang.schedule.astgen import generate
 from tensorlang.schedule.domains import Statement
-from tensorlang.schedule.loops import Node
+from tensorlang.schedule.loops import Node, substitute
 
 LOCAL_ID = "lid"
 """The isl parameter standing for the work-item's linear id."""
@@ -125,33 +126,51 @@ def foreach_loops(stmt: Statement, dist: Distribution, names: Mapping[str, str],
     ``names`` renames isl parameters (the domain's and ``lid``) to the caller's names;
     ``iterators`` name the schedule's dimensions (:func:`depth` of them).
     """
-    sched = _rename(schedule(stmt, dist), names)
-    context = [f"0 <= {names.get(LOCAL_ID, LOCAL_ID)} < {dist.work_items}"] \
-        if dist.work_items > 1 else []
+    canonical = _loops(_box_of(stmt), dist, len(iterators))
+    return substitute(canonical, {**names, **{_iterator(d): name
+                                              for d, name in enumerate(iterators)}})
+
+
+def _box_of(stmt: Statement) -> Statement:
+    """What of ``stmt`` its schedule depends on (the key of the memoised schedules: boxes
+    repeat within a program and across programs)."""
+    return Statement("S", stmt.dims, stmt.constraints, (), box=stmt.box)
+
+
+def _iterator(d: int) -> str:
+    return f"_c{d}"
+
+
+@lru_cache(maxsize=4096)
+def _loops(box: Statement, dist: Distribution, depth: int) -> Node:
+    """The loop tree of work-item ``lid`` with loop variables ``_c0, _c1, ...``."""
+    context = [f"0 <= {LOCAL_ID} < {dist.work_items}"] if dist.work_items > 1 else []
     ctx = space.context(context) if context else isl.Set("{ : }")
-    return generate(sched, ctx, tuple(iterators))
+    return generate(schedule(box, dist), ctx, tuple(_iterator(d) for d in range(depth)))
 
 
 def depth(stmt: Statement, dist: Distribution) -> int:
     """How many loops (schedule dimensions) :func:`foreach_loops` has."""
-    return schedule(stmt, dist).dim(isl.dim_type.out)
+    return _depth(_box_of(stmt), dist)
+
+
+@lru_cache(maxsize=4096)
+def _depth(box: Statement, dist: Distribution) -> int:
+    return schedule(box, dist).dim(isl.dim_type.out)
 
 
 def parameters(stmt: Statement) -> list[str]:
     """The isl parameters of ``stmt``'s domain (what :func:`foreach_loops` may rename)."""
-    domain = stmt.domain()
-    return [_named(domain.get_dim_name(isl.dim_type.param, k))
-            for k in range(domain.dim(isl.dim_type.param))]
+    return list(_parameters(_box_of(stmt)))
+
+
+@lru_cache(maxsize=4096)
+def _parameters(box: Statement) -> tuple[str, ...]:
+    domain = box.domain()
+    return tuple(_named(domain.get_dim_name(isl.dim_type.param, k))
+                 for k in range(domain.dim(isl.dim_type.param)))
 
 
 def _named(name: str | None) -> str:
     assert name is not None, "tlc names every isl parameter"
     return name
-
-
-def _rename(sched: isl.Map, names: Mapping[str, str]) -> isl.Map:
-    for pos in range(sched.dim(isl.dim_type.param)):
-        name = sched.get_dim_name(isl.dim_type.param, pos)
-        if name is not None and name in names:
-            sched = sched.set_dim_name(isl.dim_type.param, pos, names[name])
-    return sched

@@ -7,6 +7,8 @@ The OpenCL emitter prints these trees (:mod:`backend_opencl.emit.loops`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -53,6 +55,26 @@ class Call:
 
 
 Node = For | If | Block | Call
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def substitute(node: Node, names: Mapping[str, str]) -> Node:
+    """``node`` with every identifier in ``names`` (loop variables, parameters) replaced
+    by its value, all at once (a value is never replaced again)."""
+    def text(expr: str) -> str:
+        return _IDENTIFIER.sub(lambda m: names.get(m.group(), m.group()), expr)
+
+    if isinstance(node, For):
+        return For(names.get(node.var, node.var), text(node.lower), text(node.upper),
+                   node.step, substitute(node.body, names))
+    if isinstance(node, If):
+        orelse = None if node.orelse is None else substitute(node.orelse, names)
+        return If(text(node.cond), substitute(node.then, names), orelse)
+    if isinstance(node, Block):
+        return Block(tuple(substitute(item, names) for item in node.items))
+    return Call(node.name, tuple(text(arg) for arg in node.args))
 
 
 def _is_int(text: str) -> bool:

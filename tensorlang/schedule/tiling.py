@@ -24,6 +24,7 @@ work-items (:func:`distributed`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from tensorlang.schedule import space
@@ -90,6 +91,7 @@ class ContractionLoops:
     edge_cells: Node
 
 
+@lru_cache(maxsize=1024)
 def contraction_loops(shape: TileShape, m: str, n: str) -> ContractionLoops:
     """isl-generated loops of a contraction over an ``m x n`` output."""
     ctx = _work_item_context(shape, [f"{m} >= 0", f"{n} >= 0"])
@@ -142,6 +144,7 @@ class StagedLoops:
     intra: ContractionLoops
 
 
+@lru_cache(maxsize=1024)
 def staged_loops(shape: TileShape, m: str, n: str, k: str, operand: str,
                  depth: int, transposed: bool = True, copied: bool = True) -> StagedLoops:
     """isl-generated loops of a contraction over ``m x n x k`` with ``operand`` staged in
@@ -193,6 +196,7 @@ def _intra(shape: TileShape, m: str | None, n: str | None) -> tuple[Node, Node, 
                      ctx, ("c", "r")))
 
 
+@lru_cache(maxsize=1024)
 def distributed(extents: tuple[str, ...], ids: tuple[str, ...], counts: tuple[int, ...],
                 lower: tuple[str, ...] | None = None) -> Node:
     """Loops over ``[lower, lower + extent)`` per mode, outermost mode last, where mode ``d``

@@ -187,3 +187,24 @@ def test_foreach_nd_numeric(module, wx: int, wy: int, lo: int, n: int) -> None:
     want = np.full((13, n), np.nan)
     want[lo:] = a[lo:] + np.arange(13)[lo:, None]
     np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
+def test_memoised_loops_renamed_visit_the_same_points(dist: Distribution) -> None:
+    """The loops of one box are generated once and renamed per caller: parameters swapped
+    between two names, ``lid`` and the loop variables renamed, visit the same points."""
+    from tensorlang.schedule import foreach
+
+    _, three = _statements()
+    params = {"p_lo0": 1, "p_a_n1": 3, "p_lo1": 2, "p_hi1": 6}
+    plain = _visits(three, dist, params)
+    hits = foreach._loops.cache_info().hits
+    names = {"p_lo1": "p_hi1", "p_hi1": "p_lo1", "p_lo0": "lo", LOCAL_ID: "item"}
+    iterators = [f"x{d}" for d in range(depth(three, dist))]
+    tree = foreach_loops(three, dist, names, iterators)
+    assert foreach._loops.cache_info().hits == hits + 1
+    swapped = {"lo": 1, "p_a_n1": 3, "p_hi1": 2, "p_lo1": 6}
+    for lid in range(dist.work_items):
+        out: list = []
+        visit(tree, {**swapped, "item": lid}, out)
+        assert [point for _, point in out] == plain[lid]
