@@ -29,10 +29,6 @@ MAX_REGION_DEPTH = 64
 rejects it)."""
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MODDED_WORDS = frozenset(("gemm", "gemv", "ger", "hadamard_product", "hadamard", "axpby",
-                           "sum", "arith", "cmp", "math"))
-_NULLARY_WORDS = frozenset(("group_id", "group_size", "num_subgroups", "subgroup_size",
-                            "subgroup_id", "subgroup_local_id"))
 
 
 Child = Tree | Token | None
@@ -80,7 +76,8 @@ class _Reader:
     def skip(self, pos: int) -> int:
         """The offset past the white space and comments at ``pos`` (lines counted)."""
         text = self.text
-        end = self.skip_re.match(text, pos).end()  # type: ignore[union-attr]
+        found = self.skip_re.match(text, pos)  # always matches, if only nothing
+        end = found.end() if found else pos
         if end != pos:
             newlines = text.count("\n", pos, end)
             if newlines:
@@ -129,6 +126,10 @@ class _Reader:
         start = self.take(len(value))
         line, column, end = self.end
         return Token(kind, value, start, line, column - len(value), line, column, end)
+
+    def comes(self, kind: str) -> bool:
+        """Whether the named terminal ``kind`` comes next."""
+        return self.patterns[kind].match(self.text, self.pos) is not None
 
     def word(self) -> str:
         """The word that comes next (not taken), or ``""``."""
@@ -225,13 +226,9 @@ class _Reader:
                 tokens.append(self.token("LOCAL_ID"))
             names = self.tree("result_names", tokens, names_start)
             self.punct("=")
-        word = self.word()
-        rule = _INSTRUCTIONS.get(word)
+        rule = _INSTRUCTIONS.get(self.word())
         if rule is None:
-            rule = (_Reader.modded if word in _MODDED_WORDS
-                    else _Reader.nullary if word in _NULLARY_WORDS else None)
-            if rule is None:
-                raise NotRead(word or "instruction")
+            rule = _Reader.modded if self.comes("MODDED") else _Reader.nullary
         return self.tree("instruction", [names, rule(self)], start)
 
     # -- instructions ------------------------------------------------------------------
@@ -561,9 +558,8 @@ class _Reader:
 
     def starts_type(self) -> bool:
         """Whether a type comes next."""
-        text, pos = self.text, self.pos
-        return (self.patterns["SCALAR"].match(text, pos) is not None
-                or text.startswith(("memref<", "group<"), pos) or self.word() == "void")
+        return (self.comes("SCALAR") or self.text.startswith(("memref<", "group<"), self.pos)
+                or self.word() == "void")
 
     def type(self) -> Tree:
         """``?type: scalar_type | memref_type | group_type | void_type``."""
