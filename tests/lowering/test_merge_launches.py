@@ -11,7 +11,7 @@ import backend_opencl
 import frontend
 from frontend.lower import lower_function, merged_launches
 from frontend.lower.core.merge_launches import MAX_PARTS, REPEATED_LINES, merge_launches
-from tensorlang.plan import Free, Launch, While, launches
+from tensorlang.plan import Copy, Free, Launch, While, launches
 
 from .conftest import RNG, module
 
@@ -95,3 +95,70 @@ def test_scalar_chains_run_as_one_launch_against_numpy() -> None:
     np.testing.assert_allclose(a, a_, rtol=1e-6)
     np.testing.assert_allclose(m, m_, rtol=1e-6)
     np.testing.assert_allclose(y, x * r_ + m_, rtol=1e-6)
+
+
+def test_a_one_group_launch_moves_up_to_the_run_before_it() -> None:
+    """Past launches and frees it is independent of: the two make one kernel ahead of the
+    four-group launch between them."""
+    texts = [ADD.format(n=0, a=0, o=1), ADD.format(n=1, a=2, o=3), ADD.format(n=9, a=5, o=6)]
+    steps = (Launch("k0", (0, 1), 1), Launch("k9", (5, 6), 4), Free((5,)),
+             Launch("k1", (2, 3), 1))
+    _, merged = merge_launches(texts, steps)
+    assert merged == (Launch("k0_merged0", (0, 1, 2, 3), 1), Launch("k9", (5, 6), 4),
+                      Free((5,)))
+
+
+def test_what_keeps_a_one_group_launch_in_place() -> None:
+    """It reads what a launch between writes, writes what one reads, or a copy lies
+    between."""
+    for args, between in (((6, 3), Launch("k9", (5, 6), 4)),
+                          ((2, 5), Launch("k9", (5, 6), 4)),
+                          ((2, 3), Copy(7, 8))):
+        texts = [ADD.format(n=0, a=0, o=1), ADD.format(n=1, a=args[0], o=args[1]),
+                 ADD.format(n=9, a=5, o=6)]
+        steps = (Launch("k0", (0, 1), 1), between, Launch("k1", args, 1))
+        assert merge_launches(texts, steps)[1] == steps
+
+
+SCALE = """
+  %eps{n} = stablehlo.constant dense<1.0e-3> : tensor<{c}xf32>
+  %ve{n} = stablehlo.add %v{n}, %eps{n} : tensor<{c}xf32>
+  %r{n} = stablehlo.rsqrt %ve{n} : tensor<{c}xf32>
+  %s{n} = stablehlo.multiply %r{n}, %g{n} : tensor<{c}xf32>
+  %ms{n} = stablehlo.multiply %m{n}, %s{n} : tensor<{c}xf32>
+  %bias{n} = stablehlo.subtract %b{n}, %ms{n} : tensor<{c}xf32>
+  %sb{n} = stablehlo.broadcast_in_dim %s{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<64x{c}xf32>
+  %bb{n} = stablehlo.broadcast_in_dim %bias{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<64x{c}xf32>
+  %p{n} = stablehlo.dot_general %{x}, %w{n}, contracting_dims = [1] x [0]
+      : (tensor<64x{k}xf32>, tensor<{k}x{c}xf32>) -> tensor<64x{c}xf32>
+  %q{n} = stablehlo.multiply %p{n}, %sb{n} : tensor<64x{c}xf32>
+  %h{n} = stablehlo.add %q{n}, %bb{n} : tensor<64x{c}xf32>"""
+BATCH_NORMED = module(
+    "(%x: tensor<64x32xf32>, %w1: tensor<32x48xf32>, %g1: tensor<48xf32>, "
+    "%v1: tensor<48xf32>, %m1: tensor<48xf32>, %b1: tensor<48xf32>, "
+    "%w2: tensor<48x40xf32>, %g2: tensor<40xf32>, %v2: tensor<40xf32>, "
+    "%m2: tensor<40xf32>, %b2: tensor<40xf32>) -> tensor<64x40xf32>",
+    SCALE.format(n=1, c=48, k=32, x="x") + SCALE.format(n=2, c=40, k=48, x="h1")
+    + "\n  return %h2 : tensor<64x40xf32>")
+
+
+def test_batch_norm_scales_run_as_one_launch_against_numpy() -> None:
+    """Each layer's scale ``g * rsqrt(v + eps)``, used twice, is a one-group launch of
+    its own between the products; the second moves up to the first."""
+    lowered = lower_function(frontend.parse(BATCH_NORMED))
+    groups = [s.num_groups for s in launches(lowered.plan.steps)]
+    assert groups == [1, 2, 1, 2]
+    assert [s.num_groups for s in launches(merged_launches(lowered).plan.steps)] == [1, 2, 2]
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    layers = []
+    for k, c in ((32, 48), (48, 40)):
+        w = RNG.standard_normal((k, c)).astype(np.float32)
+        g, m, b = (RNG.standard_normal(c).astype(np.float32) for _ in range(3))
+        v = RNG.uniform(0.5, 2.0, c).astype(np.float32)
+        layers.append((w, g, v, m, b))
+    (out,) = backend_opencl.compile_stablehlo(BATCH_NORMED)(x, *layers[0], *layers[1])
+    want = x
+    for w, g, v, m, b in layers:
+        scale = g / np.sqrt(v + np.float32(1e-3))
+        want = (want @ w) * scale + (b - m * scale)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

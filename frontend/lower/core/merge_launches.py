@@ -13,7 +13,13 @@ kernel; one work-group runs them in the order the launches had.
 
 ``Free`` steps inside a run move after the merged launch (a buffer freed between two
 parts must not be reused while the kernel runs); copies, callbacks and control flow end a
-run, and runs are merged inside loops and branches too.  At most :data:`MAX_PARTS`
+run, and runs are merged inside loops and branches too.
+
+Before that, a one-work-group launch moves up to the one-work-group launch before it
+when only launches and frees it is independent of lie between (:func:`gathered`): a
+network with batch normalisation computes each layer's scale ``gamma * rsqrt(var +
+eps)`` in a launch of its own between two convolutions (MobileNetV2: 11 of them), which
+then run as one launch and compile as one kernel.  At most :data:`MAX_PARTS`
 kernels and :data:`MAX_LINES` lines make one merged kernel (a very large kernel costs
 seconds of PoCL's build time).
 """
@@ -86,7 +92,39 @@ def merge_launches(texts: Sequence[str], steps: Sequence[Step]
                    ) -> tuple[list[str], tuple[Step, ...]]:
     """The kernels and steps of a plan with its runs of one-work-group launches merged;
     kernels no longer launched are dropped."""
-    return _OneGroupRuns(texts).merged(texts, steps)
+    runs = _OneGroupRuns(texts)
+    return runs.merged(texts, gathered(steps, runs))
+
+
+def gathered(steps: Sequence[Step], runs: _OneGroupRuns) -> tuple[Step, ...]:
+    """``steps`` with each one-work-group launch (a part of ``runs``) moved up to just
+    after the one-work-group launch before it, where every step between is a launch or
+    a free it is independent of; loops' and branches' steps alike."""
+    out: list[Step] = []
+    for step in steps:
+        step = with_nested(step, lambda nested: gathered(nested, runs))
+        if isinstance(step, Launch) and runs.part(step) is not None:
+            out.insert(_joined_at(out, step, runs), step)
+        else:
+            out.append(step)
+    return tuple(out)
+
+
+def _joined_at(out: list[Step], launch: Launch, runs: _OneGroupRuns) -> int:
+    """Where in ``out`` ``launch`` goes: after the last one-work-group launch when it
+    may run before everything after that, else at the end."""
+    uses = frozenset(launch.args)
+    writes = runs.writes(launch)
+    for at in range(len(out) - 1, -1, -1):
+        step = out[at]
+        if isinstance(step, Launch) and runs.part(step) is not None:
+            return at + 1
+        if isinstance(step, Free) and not uses & frozenset(step.buffers):
+            continue
+        if not isinstance(step, Launch) or runs.writes(step) & uses \
+                or writes & frozenset(step.args):
+            break
+    return len(out)
 
 
 P = TypeVar("P")
@@ -155,6 +193,12 @@ class RunMerger(Generic[P]):
     def merge(self, run: list[P]) -> Launch:
         """The launch of one kernel doing what ``run``'s launches did."""
         raise NotImplementedError
+
+    def writes(self, launch: Launch) -> frozenset[int]:
+        """The buffers ``launch`` may write (all its arguments when its kernel's text
+        was not taken apart)."""
+        kernel = self.readable(launch)
+        return frozenset(launch.args) if kernel is None else kernel.written(launch.args)
 
     def readable(self, launch: Launch) -> Kernel | None:
         """The kernel ``launch`` runs, when its text was taken apart and takes the
