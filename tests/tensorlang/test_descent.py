@@ -79,8 +79,11 @@ def test_corpus_reads_as_lark_parses(path: Path) -> None:
     same(read_tree(text), _lark().parse(text))
 
 
-def test_every_rule_reads_as_lark_parses() -> None:
-    same(read_tree(EVERY_RULE), _lark().parse(EVERY_RULE))
+@pytest.mark.parametrize("text", [EVERY_RULE, EVERY_RULE.replace("\n", "\r\n").replace("  ", "\t"),
+                                  "", " ; only a comment\n"], ids=["lf", "crlf-tabs", "empty",
+                                                                    "comment"])
+def test_every_rule_reads_as_lark_parses(text: str) -> None:
+    same(read_tree(text), _lark().parse(text))
 
 
 def test_lowered_kernels_read_as_lark_parses() -> None:
