@@ -176,12 +176,18 @@ class _Reader:
 
     def separated(self, item: Callable[[], Child], closing: str) -> list[Child]:
         """``[item ("," item)*]`` before ``closing``: the items, or ``[None]``."""
-        if self.peek(closing):
-            return [None]
-        items = [item()]
+        return [None] if self.peek(closing) else self.items(item)
+
+    def items(self, item: Callable[[], Child]) -> list[Child]:
+        """``item ("," item)*``."""
+        found = [item()]
         while self.accept(","):
-            items.append(item())
-        return items
+            found.append(item())
+        return found
+
+    def local_ids(self) -> list[Child]:
+        """``LOCAL_ID ("," LOCAL_ID)*``."""
+        return self.items(lambda: self.token("LOCAL_ID"))
 
     def arg(self) -> Tree:
         """``arg: LOCAL_ID ":" type``."""
@@ -221,10 +227,7 @@ class _Reader:
         names = None
         if self.peek("%"):
             names_start = self.here()
-            tokens = [self.token("LOCAL_ID")]
-            while self.accept(","):
-                tokens.append(self.token("LOCAL_ID"))
-            names = self.tree("result_names", tokens, names_start)
+            names = self.tree("result_names", self.local_ids(), names_start)
             self.punct("=")
         rule = _INSTRUCTIONS.get(self.word())
         if rule is None:
@@ -310,17 +313,7 @@ class _Reader:
 
     def fuse(self) -> Tree:
         """``fuse: _FUSE LOCAL_ID "[" INT "," INT "]" ":" type``."""
-        start = self.here()
-        self.keyword("fuse")
-        children: list[Child] = [self.token("LOCAL_ID")]
-        self.punct("[")
-        children.append(self.token("INT"))
-        self.punct(",")
-        children.append(self.token("INT"))
-        self.punct("]")
-        self.punct(":")
-        children.append(self.type())
-        return self.tree("fuse", children, start)
+        return self.modes("fuse", 2)
 
     def foreach(self) -> Tree:
         """``foreach`` over one mode or (``foreach_nd``) over several."""
@@ -328,10 +321,7 @@ class _Reader:
         self.keyword("foreach")
         if self.accept("("):
             vars_start = self.here()
-            names = [self.token("LOCAL_ID")]
-            while self.accept(","):
-                names.append(self.token("LOCAL_ID"))
-            children: list[Child] = [self.tree("foreach_vars", names, vars_start)]
+            children: list[Child] = [self.tree("foreach_vars", self.local_ids(), vars_start)]
             self.punct(")")
             self.punct("=")
             self.punct("(")
@@ -439,15 +429,21 @@ class _Reader:
 
     def size(self) -> Tree:
         """``size: _SIZE LOCAL_ID "[" INT "]" ":" type``."""
+        return self.modes("size", 1)
+
+    def modes(self, word: str, count: int) -> Tree:
+        """``word LOCAL_ID "[" INT ("," INT)* "]" ":" type`` with ``count`` integers."""
         start = self.here()
-        self.keyword("size")
+        self.keyword(word)
         children: list[Child] = [self.token("LOCAL_ID")]
         self.punct("[")
-        children.append(self.token("INT"))
+        ints = self.items(lambda: self.token("INT"))
+        if len(ints) != count:
+            raise NotRead(word)
         self.punct("]")
         self.punct(":")
-        children.append(self.type())
-        return self.tree("size", children, start)
+        children += [*ints, self.type()]
+        return self.tree(word, children, start)
 
     def store(self) -> Tree:
         """``store: _STORE operand "," LOCAL_ID "[" [operand_list] "]" ":" type``."""
@@ -515,10 +511,7 @@ class _Reader:
     def operand_list(self) -> Tree:
         """``operand_list: operand ("," operand)*``."""
         start = self.here()
-        operands = [self.operand()]
-        while self.accept(","):
-            operands.append(self.operand())
-        return self.tree("operand_list", operands, start)
+        return self.tree("operand_list", self.items(self.operand), start)
 
     def operand(self) -> Token | Tree:
         """``?operand: LOCAL_ID | literal``."""
@@ -551,10 +544,7 @@ class _Reader:
     def type_list(self) -> Tree:
         """``type_list: type ("," type)*``."""
         start = self.here()
-        types = [self.type()]
-        while self.accept(","):
-            types.append(self.type())
-        return self.tree("type_list", types, start)
+        return self.tree("type_list", self.items(self.type), start)
 
     def starts_type(self) -> bool:
         """Whether a type comes next."""
