@@ -126,7 +126,7 @@ def foreach_loops(stmt: Statement, dist: Distribution, names: Mapping[str, str],
     ``names`` renames isl parameters (the domain's and ``lid``) to the caller's names;
     ``iterators`` name the schedule's dimensions (:func:`depth` of them).
     """
-    canonical = _loops(_box_of(stmt), dist, len(iterators))
+    _, canonical = _loops(_box_of(stmt), dist)
     return substitute(canonical, {**names, **{_iterator(d): name
                                               for d, name in enumerate(iterators)}})
 
@@ -142,21 +142,19 @@ def _iterator(d: int) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _loops(box: Statement, dist: Distribution, depth: int) -> Node:
-    """The loop tree of work-item ``lid`` with loop variables ``_c0, _c1, ...``."""
+def _loops(box: Statement, dist: Distribution) -> tuple[int, Node]:
+    """How many loops the schedule of work-item ``lid`` has, and their tree with loop
+    variables ``_c0, _c1, ...``."""
+    sched = schedule(box, dist)
+    depth = sched.dim(isl.dim_type.out)
     context = [f"0 <= {LOCAL_ID} < {dist.work_items}"] if dist.work_items > 1 else []
     ctx = space.context(context) if context else isl.Set("{ : }")
-    return generate(schedule(box, dist), ctx, tuple(_iterator(d) for d in range(depth)))
+    return depth, generate(sched, ctx, tuple(_iterator(d) for d in range(depth)))
 
 
 def depth(stmt: Statement, dist: Distribution) -> int:
     """How many loops (schedule dimensions) :func:`foreach_loops` has."""
-    return _depth(_box_of(stmt), dist)
-
-
-@lru_cache(maxsize=4096)
-def _depth(box: Statement, dist: Distribution) -> int:
-    return schedule(box, dist).dim(isl.dim_type.out)
+    return _loops(_box_of(stmt), dist)[0]
 
 
 def parameters(stmt: Statement) -> list[str]:

@@ -198,9 +198,9 @@ def test_memoised_loops_renamed_visit_the_same_points(dist: Distribution) -> Non
     _, three = _statements()
     params = {"p_lo0": 1, "p_a_n1": 3, "p_lo1": 2, "p_hi1": 6}
     plain = _visits(three, dist, params)
-    hits = foreach._loops.cache_info().hits
     names = {"p_lo1": "p_hi1", "p_hi1": "p_lo1", "p_lo0": "lo", LOCAL_ID: "item"}
     iterators = [f"x{d}" for d in range(depth(three, dist))]
+    hits = foreach._loops.cache_info().hits
     tree = foreach_loops(three, dist, names, iterators)
     assert foreach._loops.cache_info().hits == hits + 1
     swapped = {"lo": 1, "p_a_n1": 3, "p_hi1": 2, "p_lo1": 6}
