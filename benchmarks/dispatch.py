@@ -16,7 +16,9 @@ interleaved round by round, the median of the rounds printed in microseconds a c
 
 Results are checked against jax once per function.  On CPU drivers the device's cost of
 a command (PoCL's submission and wake-up: ~35 us a command on the 2-core test VM, ~8 on
-Intel's runtime) is part of every tlc call; ``--device`` picks another (``tlc devices``).
+Intel's runtime) is part of every call that waits; calls that do not wait are submitted
+in batches (``backend_opencl/runtime/opencl/held.py``), so ``dispatch`` is mostly tlc's
+own Python.  ``--device`` picks another device (``tlc devices``).
 """
 
 from __future__ import annotations

@@ -81,6 +81,7 @@ class Executable:
         self._constants: dict[int, object] = {}
         self._steps: tuple[StepFn, ...] | None = None
         self._frames: Any = None
+        self._quick: Callable[[Sequence[object]], tuple[object, ...] | None] | None = None
         self._stop_prewarm: Callable[[], None] | None = None
         self._pool: Pool = {}
         self._lock = threading.Lock()
@@ -141,12 +142,24 @@ class Executable:
         :mod:`backend_opencl.runtime.opencl.device_array`).  Arguments are taken as they
         are at the call (numpy arrays are copied before it returns).  A plan with host
         loops, branches or callbacks waits for the device where it reads it; a runtime
-        without prepared frames runs it as a plain call."""
-        args = self.check(arrays)
+        without prepared frames runs it as a plain call.  The common case takes the
+        runtime's short way (:attr:`quick`)."""
         if self._steps is None:
             # no helper compiling kernels: nothing here would stop it when they all ran
             self._resolve(prewarm=False)
-        return self.runtime.dispatch(self, args, self._frames)
+        quick = self._quick
+        results = None if quick is None else quick(arrays)
+        if results is not None:
+            return results
+        return self.runtime.dispatch(self, self.check(arrays), self._frames)
+
+    @property
+    def quick(self) -> Callable[[Sequence[object]], tuple[object, ...] | None] | None:
+        """The runtime's short way through this executable's calls that do not wait
+        (:meth:`PlanRuntime.quick_dispatch`; None before the first call or where it has
+        none): called with the arguments, it is :meth:`dispatch` for the common case
+        (checked there) and returns None, with nothing done, for any other call."""
+        return self._quick
 
     def with_callbacks(self, host_callbacks: Sequence[Callable[..., object]]) -> Executable:
         """This executable calling ``host_callbacks`` at its ``Callback`` steps (a new
@@ -167,6 +180,7 @@ class Executable:
                 frames = None if os.environ.get(FRAMES_ENV) == "0" else \
                     self.runtime.frames(self, resolver.direct)
                 self._frames = frames
+                self._quick = self.runtime.quick_dispatch(self, frames)
                 self._steps = () if frames else resolver.steps(self.plan.steps)
                 if prewarm and self.module is not None:
                     direct = [s for s in launches(self.plan.steps) if resolver.direct(s)]

@@ -115,6 +115,8 @@ class Executable(Protocol[BufferT, EventT]):
     arg_dtypes: list[np.dtype | None]
     result_dtypes: list[np.dtype | None]
     in_place_results: tuple[bool, ...]
+    params: tuple[tuple[int, np.dtype | None, tuple[int, ...]], ...]
+    """(buffer, dtype or None for a token, shape) of each parameter."""
 
     @property
     def module(self) -> object:
@@ -218,6 +220,12 @@ class PlanRuntime(Protocol[BufferT, EventT]):
                  ) -> tuple[object, ...]:
         """A call with checked ``args`` that does not wait, where the runtime can (on
         ``frames``); else a plain call's results."""
+
+    def quick_dispatch(self, exe: Executable[BufferT, EventT], frames: Any
+                       ) -> Callable[[Sequence[object]], tuple[object, ...] | None] | None:
+        """The short way through ``exe``'s common asynchronous calls on ``frames``: called
+        with unchecked arguments, it runs the call and returns its results, or returns
+        None at once for any call it does not take (None: the runtime has none)."""
 
     def check_argument(self, exe: Executable[BufferT, EventT], i: int, value: object,
                        bid: int) -> object | None:

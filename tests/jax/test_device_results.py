@@ -181,3 +181,15 @@ def test_threads_running_chains_at_once() -> None:
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_warm_calls_take_the_quick_way_and_agree_with_jax() -> None:
+    f = tlc_jax.jit(step, device_results=True)
+    x = _random(16, 32, seed=13)
+    f(x, W)
+    assert f._quick is not None  # the executable's short way, tried first from now on
+    for got in (f(x, W), f(x.astype(np.float64), W), f(jnp.asarray(x), W), f(f(x, W) * 0 + x, W)):
+        assert isinstance(got, DeviceArray)  # the quick way or, converting, the general one
+        np.testing.assert_allclose(np.asarray(got), _chain(x, 1), rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError):  # as jax says for a wrong shape: no quick way around it
+        f(x[:, :5], W)

@@ -38,6 +38,7 @@ imported only when a function is wrapped: ``pip install 'tlc[jax]'``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from backend_opencl.api.jax.aot import Lowered
     from backend_opencl.api.jax.primitive import Traced
+    from backend_opencl.exec.executable import Executable
 
 from backend_opencl.api.jax.common import (
     Entry,
@@ -136,9 +138,22 @@ class Jitted:
         """Entries of calls with only numpy or tlc arrays as positional arguments, by
         :func:`_array_key` (no pytree flattening)."""
         self._traced: dict[Signature, Traced] = {}
+        self._quick: _Quick | None = None
+        """The last signature called without waiting, where its executable has a short
+        way (:attr:`Executable.quick`) and jax's view adds nothing to it (no tokens,
+        typed keys or static arguments): tried first by a call with positional
+        arguments only."""
         self._lock = threading.Lock()
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
+        quick = self._quick
+        if quick is not None and not kwargs:
+            dispatching = self.device_results
+            if dispatching or dispatching is None and _device_results_default:
+                results = quick.run(args)
+                if results is not None:
+                    return results[0] if quick.single \
+                        else jax_module().tree_util.tree_unflatten(quick.out_tree, results)
         fast = None if kwargs or self._nums else _array_key(args)
         if fast is not None:
             entry = self._fast.get(fast)
@@ -222,6 +237,8 @@ class Jitted:
             results = exe(*[None] * tokens, *arrays)
         elif hasattr(exe, "dispatch"):
             results = exe.dispatch(*[None] * tokens, *arrays)
+            if self._quick is None or self._quick.exe is not exe:
+                self._quick = _Quick.of(entry, self._nums)
         else:  # an executor that always waits (SYCL's): its results as device arrays
             results = tuple(None if r is None else DeviceArray.of_host(r)
                             for r in exe(*[None] * tokens, *arrays))
@@ -288,6 +305,32 @@ class Jitted:
                       tuple(i for i, k in enumerate(key.leaves) if is_key_leaf(k)),
                       tuple((i, o.dtype) for i, o in enumerate(outs) if is_key(o.dtype)),
                       tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Quick:
+    """A signature's short way through a call that does not wait (see
+    ``JaxFunction._quick``)."""
+
+    exe: Executable
+    run: Callable[[Sequence[object]], tuple[object, ...] | None]
+    """The executable's short way: its results, or None for a call it does not take."""
+    out_tree: Any  # jaxlib's PyTreeDef, which mypy cannot follow
+    single: bool
+    """Whether the result is one array (no pytree to rebuild)."""
+
+    @classmethod
+    def of(cls, entry: Entry, static: tuple[int, ...]) -> _Quick | None:
+        """The short way of ``entry``, where it has one and jax's view adds nothing."""
+        exe = entry.exe
+        if static or entry.tokens or entry.key_args or entry.key_results \
+                or entry.results != len(exe.result_dtypes):
+            return None
+        run = getattr(exe, "quick", None)  # an executor that always waits has none
+        if run is None:
+            return None
+        tree = entry.out_tree
+        return cls(exe, run, tree, tree.num_nodes == 1 and tree.num_leaves == 1)
 
 
 def _leading_tokens(dtypes: Sequence[object]) -> int:

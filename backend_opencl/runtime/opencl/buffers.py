@@ -174,10 +174,16 @@ def read_async(queue: cl.CommandQueue, arr: DeviceMemory, host: np.ndarray) -> c
 
 
 def copy(device: Device, dst: DeviceMemory, src: DeviceMemory) -> cl.Event | None:
-    """Copy ``src``'s elements into ``dst`` on the device; return the copy's event (None
+    """Copy ``src``'s elements into ``dst`` on the device's queue; return the copy's event
+    (None when there is nothing to copy)."""
+    return copy_on(device.queue, dst, src)
+
+
+def copy_on(queue: cl.CommandQueue, dst: DeviceMemory, src: DeviceMemory) -> cl.Event | None:
+    """Copy ``src``'s elements into ``dst`` on ``queue``; return the copy's event (None
     when there is nothing to copy)."""
     nbytes = min(dst.nbytes, src.nbytes)
     if not nbytes:
         return None
-    return cl.enqueue_copy(device.queue, memory_of(dst), memory_of(src), src_offset=src.offset,
+    return cl.enqueue_copy(queue, memory_of(dst), memory_of(src), src_offset=src.offset,
                            dst_offset=dst.offset, byte_count=nbytes)

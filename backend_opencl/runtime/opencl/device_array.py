@@ -28,24 +28,28 @@ from numpy.typing import DTypeLike
 
 from backend_opencl.runtime.opencl import buffers, launch
 
+_LOCKS = threading.Lock()
+"""Held while an array makes its read lock."""
+
 DLPACK_CPU = 1
 """DLPack's device type of host memory (``kDLCPU``): a read result lives there."""
 
 
 class FrameLease:
     """Holds a frame off its executable's free list while results over its memory live:
-    ``give`` (the frame's return) runs once the last holder drops the lease."""
+    ``give(frame)`` (the frame's return) runs once the last holder drops the lease."""
 
-    __slots__ = ("_give",)
+    __slots__ = ("_give", "_frame")
 
-    def __init__(self, give: Callable[[], None]) -> None:
-        self._give: Callable[[], None] | None = give
+    def __init__(self, give: Callable[[Any], None], frame: object) -> None:
+        self._give: Callable[[Any], None] | None = give
+        self._frame = frame
 
     def __del__(self) -> None:
         give, self._give = self._give, None
         if give is not None:
             try:
-                give()
+                give(self._frame)
             except Exception:  # interpreter shutdown: the frames may be gone already
                 pass
 
@@ -55,14 +59,19 @@ class DeviceArray:
     docstring).  ``shape``, ``dtype``, ``ndim``, ``size`` and ``nbytes`` never wait."""
 
     __array_priority__ = 100  # numpy defers binary operators to ours
+    __slots__ = ("shape", "dtype", "storage", "_buffer", "_event", "_queue", "_spin",
+                 "_lease", "_submit", "_host", "_lock", "__weakref__")
 
     def __init__(self, buffer: buffers.PlanMemory | None, shape: tuple[int, ...],
                  dtype: np.dtype, storage: np.dtype, event: cl.Event | None = None,
                  queue: cl.CommandQueue | None = None,
-                 spin: launch.Spin | None = None, lease: FrameLease | None = None) -> None:
+                 spin: launch.Spin | None = None, lease: FrameLease | None = None,
+                 submit: Callable[[], None] | None = None) -> None:
         """``buffer``: the flat device or host array (:class:`buffers.HostArray`) of
         ``storage`` dtype holding the elements from its start; ``event``: the command
-        after which it holds them (None: it does); ``lease``: kept while the buffer is."""
+        after which it holds them (None: it does); ``lease``: kept while the buffer is;
+        ``submit``: called before waiting for ``event`` (a held queue's ``open``,
+        :mod:`.held`)."""
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.storage = np.dtype(storage)
@@ -72,8 +81,9 @@ class DeviceArray:
         self._queue = queue
         self._spin = spin
         self._lease = lease
+        self._submit = submit
         self._host: np.ndarray | None = None
-        self._lock = threading.Lock()
+        self._lock: threading.Lock | None = None  # made by the first read (calls are hot)
 
     @classmethod
     def of_host(cls, host: np.ndarray) -> DeviceArray:
@@ -91,6 +101,18 @@ class DeviceArray:
         then :meth:`host` has them)."""
         return self._buffer
 
+    def borrow(self, queue: cl.CommandQueue | None = None
+               ) -> tuple[buffers.PlanMemory, FrameLease | None] | None:
+        """The device buffer while the elements are only there (and on ``queue``, when
+        given), with the lease that keeps a frame from reusing it: a call that binds the
+        buffer holds both until its commands have run, as a read in another thread may
+        drop the array's own hold meanwhile.  None once read (or on another queue)."""
+        if queue is not None and self._queue is not queue:
+            return None
+        lease = self._lease  # first: a read drops the buffer, then the lease
+        buffer = self._buffer
+        return None if buffer is None else (buffer, lease)
+
     @property
     def context(self) -> cl.Context | None:
         """The OpenCL context of the buffer (None once read)."""
@@ -103,11 +125,21 @@ class DeviceArray:
         """The elements in host memory, read-only (waits for the device the first time)."""
         host = self._host
         if host is None:
-            with self._lock:
+            with self._read_lock():
                 host = self._host
                 if host is None:
                     host = self._host = self._read()
         return host
+
+    def _read_lock(self) -> threading.Lock:
+        """The lock that makes concurrent first reads read once."""
+        lock = self._lock
+        if lock is None:
+            with _LOCKS:
+                lock = self._lock
+                if lock is None:
+                    lock = self._lock = threading.Lock()
+        return lock
 
     def _read(self) -> np.ndarray:
         """Wait for the elements and copy them out of the device buffer, then let the
@@ -121,7 +153,8 @@ class DeviceArray:
             flat = buffers.download(buffer, size)
         host = flat.reshape(self.shape).astype(self.dtype, copy=False)
         host.flags.writeable = False
-        self._buffer = self._lease = None
+        self._buffer = None
+        self._lease = None  # after the buffer (see borrow)
         return host
 
     # -- waiting --------------------------------------------------------------------------
@@ -131,6 +164,8 @@ class DeviceArray:
         event = self._event
         if event is not None:
             assert self._queue is not None  # an array with an event has its queue
+            if self._submit is not None:
+                self._submit()
             launch.finish(self._queue, event, self._spin)
             self._event = None
         return self
@@ -138,7 +173,11 @@ class DeviceArray:
     def is_ready(self) -> bool:
         """Whether the elements are computed (never waits)."""
         event = self._event
-        return event is None or launch.complete(event)
+        if event is None:
+            return True
+        if self._submit is not None:
+            self._submit()  # polling must see progress
+        return launch.complete(event)
 
     # -- numpy, DLPack and Python conversions ---------------------------------------------
 

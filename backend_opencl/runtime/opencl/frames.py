@@ -247,9 +247,10 @@ class Frame(InFlight[cl.Event]):
     where the executor's per-call state does (``get``, ``borrow``, ``transfer``)."""
 
     def __init__(self, exe: FramedExecutable, layout: Layout,
-                 lost: set[int] | None = None) -> None:
+                 lost: set[int] | None = None, queue: cl.CommandQueue | None = None) -> None:
         """``lost``: the bets (their numbers) no longer placed (shared by an
-        executable's frames)."""
+        executable's frames); ``queue``: the in-order queue its commands go to (default:
+        the device's)."""
         super().__init__()
         self.exe = exe
         self.layout = layout
@@ -258,7 +259,7 @@ class Frame(InFlight[cl.Event]):
         """Whether this call bets."""
         self.placed: list[speculation.Bet] = []
         """This call's bets."""
-        self.queue = exe.device.queue
+        self.queue = exe.device.queue if queue is None else queue
         self.slots: list[buffers.PlanMemory | None] = [None] * len(layout.slot_bid)
         for slot in layout.eager:
             self.slots[slot] = exe.new_buffer(layout.slot_bid[slot])
@@ -388,7 +389,7 @@ class Frame(InFlight[cl.Event]):
                                  (step.num_groups * wgx, wgy), (wgx, wgy))
 
     def _copy(self, dst: int, src: int) -> cl.Event | None:
-        return buffers.copy(self.exe.device, self.get(dst), self.get(src))
+        return buffers.copy_on(self.queue, self.get(dst), self.get(src))
 
     def get(self, bid: int) -> buffers.PlanMemory:
         """The array of buffer ``bid`` in this call (a parameter's slot is made on first
@@ -438,17 +439,33 @@ class Frame(InFlight[cl.Event]):
         (no waiting); ``gated``: behind the gate when the device wants one (a call that
         waits; one that does not lets the device start at once); ``bets``: bet on the
         layout's decisions (a call that waits and checks them, :meth:`settled`)."""
-        bound = self.bound
         for bid, uses in self.uses.items():
             if uses:
-                buf = buffers.memory_of(self.get(bid))
-                if buf is not bound[bid]:
-                    for kernel, index in uses:
-                        kernel.set_arg(index, buf)
-                    bound[bid] = buf
-        self.profiling = profiling
-        self.gating = gated and self.gated
-        self.betting = bets and bool(self.layout.bets)
+                self.point(bid, buffers.memory_of(self.get(bid)))
+        self.enqueue(profiling, gated and self.gated, bets and bool(self.layout.bets))
+
+    def point(self, bid: int, memory: cl.Buffer) -> None:
+        """Make the kernel arguments that take dynamic buffer ``bid`` ``memory``."""
+        if memory is not self.bound[bid]:
+            for kernel, index in self.uses[bid]:
+                kernel.set_arg(index, memory)
+            self.bound[bid] = memory
+
+    def enqueue_plain(self) -> None:
+        """:meth:`enqueue` with nothing profiled, gated or bet (the quick way of a call
+        that does not wait, :mod:`.quick`)."""
+        last = self.last
+        for op in self.ops:
+            event = op()
+            if event is not None:
+                last = event
+        self.last = last
+
+    def enqueue(self, profiling: bool = False, gating: bool = False, betting: bool = False
+                ) -> None:
+        """Enqueue every step, the kernel arguments as they are set (``gating``: behind
+        the gate; ``betting``: placing the layout's bets)."""
+        self.profiling, self.gating, self.betting = profiling, gating, betting
         self.placed.clear()
         try:
             self._steps(self.ops, self.labels)
@@ -499,6 +516,32 @@ class Frame(InFlight[cl.Event]):
         self.last = None
 
 
+class Retired:
+    """Frames no call takes again (under ``POISON`` each call gets a fresh one) whose
+    commands may still be queued, kept until those are done: dropping such a frame would
+    free host memory its kernels still write (pyopencl holds a ``USE_HOST_PTR`` buffer's
+    numpy array only while the buffer object lives).  :meth:`add` is safe from
+    finalisers (no lock); :meth:`purge` drops the frames whose commands are done."""
+
+    def __init__(self) -> None:
+        self._frames: collections.deque[Frame] = collections.deque()
+        self._lock = threading.Lock()
+
+    def add(self, frame: Frame) -> None:
+        """Keep ``frame`` while its pending commands run (nothing when none are)."""
+        if frame.pending is not None and not launch.complete(frame.pending):
+            self._frames.append(frame)
+
+    def purge(self) -> None:
+        """Drop the frames whose commands are done, oldest first (the queue is in order)."""
+        frames = self._frames
+        if frames:
+            with self._lock:  # one purger: the frame it checks is the one it drops
+                while frames and (frames[0].pending is None
+                                  or launch.complete(frames[0].pending)):
+                    frames.popleft()
+
+
 def _idle(frame: Frame) -> Frame:
     """``frame`` once its pending commands are done: their keepsakes dropped."""
     frame.pending = None
@@ -527,12 +570,14 @@ class Frames:
         """Frames given back: appended without a lock (also from finalisers)."""
         self._free: list[Frame] = []  # oldest first; only under _lock
         self._lock = threading.Lock()
+        self._retired = Retired()
         self.lost: set[int] = set()
         """The bets (their numbers) that lost once: no frame places them again."""
 
     def take(self) -> Frame:
         """A frame no other call is using, its earlier commands done."""
         if self.fresh():
+            self._retired.purge()
             return Frame(self.exe, self.layout, self.lost)
         with self._lock:
             free, returned = self._free, self._returned
@@ -553,10 +598,12 @@ class Frames:
         return len(self._free) + len(self._returned)
 
     def give(self, frame: Frame) -> None:
-        """Return a frame after its call has waited for its commands."""
+        """Return a frame after its call has waited for its commands (or released it)."""
         frame.reset()
         if not self.fresh():
             self._returned.append(frame)
+        else:
+            self._retired.add(frame)
 
     def release(self, frame: Frame) -> None:
         """Return a frame whose call did not wait: its commands may still run, so the
@@ -570,4 +617,4 @@ class Frames:
     def lease(self, frame: Frame) -> FrameLease:
         """A lease that releases ``frame`` (:meth:`release`) when its last holder drops
         it: the results of an asynchronous call over the frame's memory hold it."""
-        return FrameLease(functools.partial(self.release, frame))
+        return FrameLease(self.release, frame)

@@ -43,6 +43,7 @@ from backend_opencl.runtime.opencl.device_array import DeviceArray
 from backend_opencl.runtime.opencl.devices import Device
 from backend_opencl.runtime.opencl.frames import Frame, FramedExecutable, Frames, Layout, framed
 from backend_opencl.runtime.opencl.kernels import OpenCLBuilt, max_allocation
+from backend_opencl.runtime.opencl.quick import QuickDispatch
 from tensorlang.diagnostics import LaunchError
 from tensorlang.plan import Launch
 
@@ -174,10 +175,14 @@ class OpenCLPlans:
         when the plan only reads it, else a device copy (the in-order queue runs them
         after the commands that compute it).  False when it is not on this device (or
         already read): the caller binds its host copy."""
-        buffer = arg.buffer
-        if buffer is None or arg.storage != exe.storage[bid] or arg.context != self.ctx:
+        held = arg.borrow(self.queue)
+        if held is None and arg.borrow() is not None:  # on tlc's held queue (.quick)
+            arg.block_until_ready()  # ordered before this call's commands by the wait
+            held = arg.borrow()
+        if held is None or arg.storage != exe.storage[bid] or arg.context != self.ctx:
             return False
-        run.keep.append(arg)  # its memory (and frame) stay until this call's commands ran
+        buffer, lease = held
+        run.keep += (arg, lease)  # its memory (and frame) stay until this call's commands ran
         if written:
             run.enqueued(buffers.copy(self.device, run.get(bid), buffer))
         else:
@@ -317,6 +322,10 @@ class OpenCLPlans:
             self.queue.finish()
             frames.give(run)
             raise
+
+    def quick_dispatch(self, exe: Executable, frames: Frames | None) -> QuickDispatch | None:
+        """The common case of :meth:`dispatch`, done in one function (:mod:`.quick`)."""
+        return None if frames is None else QuickDispatch.of(exe, frames, self)
 
     def _device_results(self, exe: Executable, run: Frame, args: list[object],
                         frames: Frames) -> tuple[DeviceArray | None, ...]:

@@ -58,6 +58,10 @@ class SyclPlans:
         """A plain call (it waits)."""
         return exe(*args)
 
+    def quick_dispatch(self, exe: Executable, frames: None) -> None:
+        """None: every call waits."""
+        return None
+
     def check_argument(self, exe: Executable, i: int, value: object, bid: int
                        ) -> UsmArray | None:
         """USM argument ``i`` as a C-contiguous :class:`UsmArray` of parameter buffer
