@@ -158,6 +158,25 @@ def test_jax_arrays_python_scalars_and_float64() -> None:
     _check(f, x.astype(jnp.bfloat16), 3.0)
 
 
+def test_jax_array_leaves_key_as_their_dtype_shape_and_weak_type() -> None:
+    """The key of a jax array leaf (read off its aval) is what jax's own view of it
+    gives: weakly typed scalars apart from strong ones, bfloat16 as itself, and a
+    function called with each compiles once per distinct key."""
+    from backend_opencl.api.jax.common import leaf_key
+
+    weak, strong = jnp.asarray(1.5), jnp.asarray(np.float32(1.5))
+    half = jnp.asarray(_random(2, 3), dtype=jnp.bfloat16)
+    assert leaf_key(weak) == ((), np.dtype(np.float32), True)
+    assert leaf_key(strong) == ((), np.dtype(np.float32), False)
+    assert leaf_key(half) == ((2, 3), np.dtype(jnp.bfloat16), False)
+    assert leaf_key(half) == leaf_key(np.asarray(half))
+    f = tlc_jax.jit(lambda x, s: x * s)
+    x = jnp.asarray(_random(3, seed=14))
+    for s in (weak, strong, weak, np.float32(1.5)):
+        _same(f(x, s), jax.jit(lambda x, s: x * s)(x, s))
+    assert f.signatures == 2
+
+
 def test_decorator_forms() -> None:
     @tlc_jax.jit
     def double(x: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import linecache
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -89,12 +90,22 @@ def inlining_tlc() -> Iterator[None]:
 _SCALARS = (bool, int, float, complex)
 
 
+@functools.cache
+def _jax_array_type() -> type:
+    """The type of jax's concrete arrays (what ``jax.device_put`` returns)."""
+    return type(jax_module().numpy.zeros(()))
+
+
 def leaf_key(x: object) -> Hashable:
     """What of an argument leaf the compiled program depends on (a few hundred ns: it is
     computed for every leaf of every call); a typed PRNG key keeps its key dtype, which
     names its implementation."""
     if isinstance(x, (np.ndarray, DeviceArray)):
         return x.shape, x.dtype, False
+    if type(x) is _jax_array_type():  # the common leaf of jax users: read off its aval
+        aval = cast("jax.Array", x).aval  # (its shape and dtype properties cost more)
+        if isinstance(aval.dtype, np.dtype):  # not a typed key's
+            return aval.shape, aval.dtype, aval.weak_type
     if isinstance(x, _SCALARS):
         return cast(Hashable, type(x))  # a type is hashable; typeshed does not say so
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
