@@ -436,13 +436,34 @@ by hand-written kernels, the gemm walking K in chunks as ``emit/costmodel.panel_
 says)."""
 
 
+MIN_GROUPS = 4
+"""Work-groups a product of at least :data:`SPLIT_MACS` multiply-adds gets at least: where
+its row tiles are fewer, its columns are split into strips.  A work-group runs on one
+core, and a dense layer at a small batch was one tile: equinox's MLP (32 x 784 by 784 x
+256, then 256 x 256) took 427 us a call on one of the VM's two cores, 315 us as strips
+(XLA: 401), the other jax models measured alike or up to 5% faster."""
+SPLIT_MACS = 1 << 20
+"""Multiply-adds from which a product is split (below, a launch of its own would cost
+more than the product takes on one core, and one-work-group launches merge)."""
+STRIP_MULTIPLE = 32
+"""Strips are a multiple of this many columns wide (whole column register blocks)."""
+
+
 def tile_shape(nb: int, sizes: tuple[int, int, int], dtype: str, staged: bool
                ) -> tuple[int, int]:
     """(result rows, result columns) of a work-group's tile of an M x K x N product:
-    :func:`tile_rows` and all N, or :data:`WIDE_TILE` square tiles for a large rhs."""
+    :func:`tile_rows` and all N (in strips where that leaves fewer than
+    :data:`MIN_GROUPS` tiles of a large product), or :data:`WIDE_TILE` square tiles for a
+    large rhs."""
     m, kk, n = sizes
     if staged or kk * n * types.elem_bytes(dtype) <= WIDE_RHS_BYTES:
-        return tile_rows(nb, m, staged), n
+        rows = tile_rows(nb, m, staged)
+        tiles = nb * -(-m // rows)
+        if tiles >= MIN_GROUPS or nb * m * kk * n < SPLIT_MACS:
+            return rows, n
+        strips = -(-MIN_GROUPS // tiles)
+        width = -(-n // strips)
+        return rows, min(n, -(-width // STRIP_MULTIPLE) * STRIP_MULTIPLE)
     return min(m, WIDE_TILE), min(n, WIDE_TILE)
 
 

@@ -1,0 +1,64 @@
+"""A large product whose row tiles are fewer than ``MIN_GROUPS`` work-groups (a dense layer
+at a small batch) is split into strips of result columns, one work-group each: the tile
+shapes, the launch's work-groups, and numbers against numpy on poisoned buffers with a
+partial last strip, an epilogue on each strip, a weight read transposed (``x @ w.T``,
+as equinox and PyTorch lay weights out) and a batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from frontend import parse
+from frontend.lower import lower_function
+from frontend.lower.families.dot.general import MIN_GROUPS, STRIP_MULTIPLE, TILE_M, tile_shape
+from tensorlang.plan import launches
+from tests.lowering.conftest import module, rand, run
+
+
+def test_tile_shape() -> None:
+    assert tile_shape(1, (32, 784, 256), "f32", False) == (TILE_M, 64)  # 4 strips
+    assert tile_shape(1, (32, 784, 256), "f32", True) == (TILE_M, 64)   # read transposed
+    assert tile_shape(1, (32, 784, 100), "f32", False) == (TILE_M, 32)  # 32, 32, 32, 4
+    assert tile_shape(1, (64, 784, 256), "f32", False) == (TILE_M, 128)  # 2 tiles x 2
+    assert tile_shape(2, (32, 784, 256), "f32", False) == (TILE_M, 128)  # 2 batches x 2
+    assert tile_shape(1, (32, 256, 10), "f32", False) == (TILE_M, 10)   # small: one group
+    assert tile_shape(1, (16, 32, 32), "f32", False) == (TILE_M, 32)
+    assert tile_shape(1, (128, 784, 256), "f32", False) == (TILE_M, 256)  # 4 row tiles
+    assert tile_shape(1, (32, 4096, 40), "f32", False) == (TILE_M, STRIP_MULTIPLE)
+
+
+def _ty(shape: tuple[int, ...]) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + "f32>"
+
+
+def _program(a: tuple[int, ...], b: tuple[int, ...], dims: str, out: tuple[int, ...]) -> str:
+    body = (f"  %0 = stablehlo.dot_general %a, %b, {dims} : ({_ty(a)}, {_ty(b)}) -> "
+            f"{_ty(out)}\n  %1 = stablehlo.tanh %0 : {_ty(out)}\n")
+    return module(f"(%a: {_ty(a)}, %b: {_ty(b)}) -> {_ty(out)}",
+                  f"{body}  return %1 : {_ty(out)}")
+
+
+CASES = {
+    # name: (lhs, rhs, dims, result, reference)
+    "dense": ((32, 784), (784, 256), "contracting_dims = [1] x [0]", (32, 256),
+              lambda x, y: x @ y),
+    "partial_strip": ((32, 784), (784, 100), "contracting_dims = [1] x [0]", (32, 100),
+                      lambda x, y: x @ y),
+    "weight_transposed": ((32, 784), (100, 784), "contracting_dims = [1] x [1]", (32, 100),
+                          lambda x, y: x @ y.T),
+    "batched": ((2, 24, 600), (2, 600, 200),
+                "batching_dims = [0] x [0], contracting_dims = [2] x [1]", (2, 24, 200),
+                lambda x, y: x @ y),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_strips_against_numpy(name: str) -> None:
+    a, b, dims, out, ref = CASES[name]
+    text = _program(a, b, dims, out)
+    groups = [s.num_groups for s in launches(lower_function(parse(text)).plan.steps)]
+    assert max(groups) >= MIN_GROUPS, groups  # split, not one work-group per batch
+    x, y = rand(a), rand(b)
+    want = np.tanh(ref(x.astype(np.float64), y.astype(np.float64)))
+    np.testing.assert_allclose(run(text, x, y)[0], want, rtol=1e-4, atol=1e-4)
