@@ -439,9 +439,11 @@ says)."""
 MIN_GROUPS = 4
 """Work-groups a product of at least :data:`SPLIT_MACS` multiply-adds gets at least: where
 its row tiles are fewer, its columns are split into strips.  A work-group runs on one
-core, and a dense layer at a small batch was one tile: equinox's MLP (32 x 784 by 784 x
-256, then 256 x 256) took 427 us a call on one of the VM's two cores, 315 us as strips
-(XLA: 401), the other jax models measured alike or up to 5% faster."""
+core (a GPU: one compute unit), and a dense layer at a small batch was one tile:
+equinox's MLP (32 x 784 by 784 x 256, then 256 x 256) took 314 us of device time a call
+on one of the test VM's two cores, 230 us in strips; its wall time a call 0-5% less
+(the strips are launches apart from the next layer's, ~20 us of PoCL's each), the other
+jax models' alike or up to 5% less."""
 SPLIT_MACS = 1 << 20
 """Multiply-adds from which a product is split (below, a launch of its own would cost
 more than the product takes on one core, and one-work-group launches merge)."""
