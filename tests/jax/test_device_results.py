@@ -193,3 +193,16 @@ def test_warm_calls_take_the_quick_way_and_agree_with_jax() -> None:
         np.testing.assert_allclose(np.asarray(got), _chain(x, 1), rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError):  # as jax says for a wrong shape: no quick way around it
         f(x[:, :5], W)
+
+
+def test_the_quick_way_serves_only_calls_shaped_as_its_own() -> None:
+    """A tuple of two arrays and two arrays are the same leaves: the second call must not
+    run the first call's program."""
+    def f(x: Any, y: Any = None) -> Any:
+        return x[0] * 2.0 + x[1] if y is None else x * y
+
+    g = tlc_jax.jit(f, device_results=True)
+    a, b = _random(6, seed=15), _random(6, seed=16)
+    for args in [((a, b),), (a, b), ((a, b),), (a, b)]:
+        np.testing.assert_allclose(np.asarray(g(*args)), np.asarray(jax.jit(f)(*args)),
+                                   rtol=1e-6)

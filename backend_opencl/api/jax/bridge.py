@@ -139,10 +139,10 @@ class Jitted:
         :func:`_array_key` (no pytree flattening)."""
         self._traced: dict[Signature, Traced] = {}
         self._quick: _Quick | None = None
-        """The last signature called without waiting, where its executable has a short
-        way (:attr:`Executable.quick`) and jax's view adds nothing to it (no tokens,
-        typed keys or static arguments): tried first by a call with positional
-        arguments only."""
+        """The last signature called with arrays as its only arguments, where its
+        executable has a short way (:attr:`Executable.quick`) and jax's view adds nothing
+        to it (no tokens or typed keys): tried first by a call with positional arguments
+        only, when results stay on the device."""
         self._lock = threading.Lock()
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
@@ -158,14 +158,24 @@ class Jitted:
         if fast is not None:
             entry = self._fast.get(fast)
             if entry is not None:
-                return self.run_entry(entry, list(args))
+                return self._run_arrays(entry, args)
         leaves, key = self.signature(args, kwargs)
         if any(isinstance(x, self._tracer) for x in leaves):
             return self._call_traced(leaves, key)
         entry = self._cache.get(key) or self.entry(key, lambda: self._lower(args, kwargs))
         if fast is not None:
             self._fast[fast] = entry
+            return self._run_arrays(entry, args)
         return self.run_entry(entry, leaves)
+
+    def _run_arrays(self, entry: Entry, args: tuple[object, ...]) -> object:
+        """:meth:`run_entry` of a call whose arguments are all arrays (each a leaf), after
+        which ``entry``'s short way serves the next such calls: only they have the same
+        leaves as their arguments (a tuple of two arrays and two arrays do not)."""
+        result = self.run_entry(entry, list(args))
+        if self._quick is None or self._quick.exe is not entry.exe:
+            self._quick = _Quick.of(entry)
+        return result
 
     def lower(self, *args: object, **kwargs: object) -> Lowered:
         """The lowering for these arguments (arrays or ``jax.ShapeDtypeStruct``), as
@@ -237,8 +247,6 @@ class Jitted:
             results = exe(*[None] * tokens, *arrays)
         elif hasattr(exe, "dispatch"):
             results = exe.dispatch(*[None] * tokens, *arrays)
-            if self._quick is None or self._quick.exe is not exe:
-                self._quick = _Quick.of(entry, self._nums)
         else:  # an executor that always waits (SYCL's): its results as device arrays
             results = tuple(None if r is None else DeviceArray.of_host(r)
                             for r in exe(*[None] * tokens, *arrays))
@@ -320,10 +328,11 @@ class _Quick:
     """Whether the result is one array (no pytree to rebuild)."""
 
     @classmethod
-    def of(cls, entry: Entry, static: tuple[int, ...]) -> _Quick | None:
-        """The short way of ``entry``, where it has one and jax's view adds nothing."""
+    def of(cls, entry: Entry) -> _Quick | None:
+        """The short way of ``entry`` (a signature of array arguments only), where it has
+        one and jax's view adds nothing."""
         exe = entry.exe
-        if static or entry.tokens or entry.key_args or entry.key_results \
+        if entry.tokens or entry.key_args or entry.key_results \
                 or entry.results != len(exe.result_dtypes):
             return None
         run = getattr(exe, "quick", None)  # an executor that always waits has none
