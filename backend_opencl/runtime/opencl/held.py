@@ -10,7 +10,7 @@ batch.  Nothing may wait for a held command without opening the gate first, or i
 wait forever, so the queue is tlc's alone (never the device's queue that users' own
 pyopencl work goes to), and each wait for its commands (reading a result, a frame
 waiting for its previous call, a call on another queue binding a result of this one,
-the interpreter's exit) calls :meth:`HeldQueue.open` first.
+the interpreter's exit, which also waits for them) calls :meth:`HeldQueue.open` first.
 """
 
 from __future__ import annotations
@@ -81,7 +81,10 @@ class HeldQueue:
 
 
 @atexit.register
-def _open_all() -> None:
-    """Submit every held command at exit (the driver's teardown waits for them)."""
+def _finish_all() -> None:
+    """At exit, submit every held command and wait for them all: the interpreter's
+    teardown frees the host memory they use (PyPI's PoCL crashed in one exit of three
+    with calls still running)."""
     for held in list(_ALL):
         held.open()
+        held.queue.finish()
