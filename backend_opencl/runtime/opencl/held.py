@@ -2,15 +2,16 @@
 
 On PoCL each command that reaches an idle device wakes its worker threads, and on the
 2-core test VM that wake-up is paid inside the enqueue: a kernel enqueued every 10 us
-costs ~10 us to enqueue, one enqueued right after another ~2.5 (``benchmarks/dispatch.py``
-and the measurements in docs/performance.md).  A run of calls that do not wait
-(:mod:`.quick`) therefore queues its commands behind a gate, a marker waiting for a user
-event, which opens once ``batch`` calls are queued: the device then wakes once for the
-batch.  Nothing may wait for a held command without opening the gate first, or it would
-wait forever, so the queue is tlc's alone (never the device's queue that users' own
-pyopencl work goes to), and each wait for its commands (reading a result, a frame
-waiting for its previous call, a call on another queue binding a result of this one,
-the interpreter's exit, which also waits for them) calls :meth:`HeldQueue.open` first.
+costs ~10 us to enqueue, one enqueued right after another ~2.5
+(``benchmarks/dispatch.py`` and the measurements in docs/performance.md).  A run of
+calls that do not wait (:mod:`.quick`) therefore queues its commands behind a gate, a
+marker waiting for a user event, which the next call opens once ``batch`` calls wait
+behind it: the device then wakes once for the batch.  Nothing may wait for a held
+command without opening the gate first, or it would wait forever, so the queue is tlc's
+alone (never the device's queue that users' own pyopencl work goes to), and each wait
+for its commands (reading a result, a frame waiting for its previous call, a call on
+another queue binding a result of this one, the interpreter's exit, which also waits for
+them) calls :meth:`HeldQueue.open` first.
 """
 
 from __future__ import annotations
