@@ -453,13 +453,9 @@ class Frame(InFlight[cl.Event]):
 
     def enqueue_plain(self) -> None:
         """:meth:`enqueue` with nothing profiled, gated or bet (the quick way of a call
-        that does not wait, :mod:`.quick`)."""
-        last = self.last
-        for op in self.ops:
-            event = op()
-            if event is not None:
-                last = event
-        self.last = last
+        that does not wait, :mod:`.quick`: no gate to open, no bets to forget)."""
+        self.profiling = self.gating = self.betting = False
+        self._steps(self.ops, self.labels)
 
     def enqueue(self, profiling: bool = False, gating: bool = False, betting: bool = False
                 ) -> None:
@@ -542,7 +538,7 @@ class Retired:
                     frames.popleft()
 
 
-def _idle(frame: Frame) -> Frame:
+def idle(frame: Frame) -> Frame:
     """``frame`` once its pending commands are done: their keepsakes dropped."""
     frame.pending = None
     frame.pending_keep.clear()
@@ -586,12 +582,12 @@ class Frames:
             for i, frame in enumerate(free):
                 if frame.pending is None or launch.complete(frame.pending):
                     del free[i]
-                    return _idle(frame)
+                    return idle(frame)
             if len(free) < self.MAX_PENDING:
                 return Frame(self.exe, self.layout, self.lost)
             frame = free.pop(0)
         launch.finish(frame.queue, frame.pending, frame.exe.runtime.pred_spin)
-        return _idle(frame)
+        return idle(frame)
 
     def unused(self) -> int:
         """How many frames no call is using now."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import threading
-import weakref
 from typing import TYPE_CHECKING
 
 import pyopencl as cl
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 BATCH = 16
 """Calls whose commands a held queue submits at once."""
 
-_ALL: weakref.WeakSet[HeldQueue] = weakref.WeakSet()
 _BY_DEVICE: dict[str, HeldQueue] = {}
 _LOCK = threading.Lock()
 
@@ -56,7 +54,6 @@ class HeldQueue:
         self._gate: cl.UserEvent | None = None
         self._calls = 0
         self._lock = threading.Lock()
-        _ALL.add(self)
 
     def hold(self) -> None:
         """Make the commands of the call enqueued next wait behind the gate: the gate
@@ -86,6 +83,8 @@ def _finish_all() -> None:
     """At exit, submit every held command and wait for them all: the interpreter's
     teardown frees the host memory they use (PyPI's PoCL crashed in one exit of three
     with calls still running)."""
-    for held in list(_ALL):
+    with _LOCK:
+        queues = list(_BY_DEVICE.values())
+    for held in queues:
         held.open()
         held.queue.finish()

@@ -31,11 +31,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pyopencl as cl
 
 from backend_opencl.runtime.opencl import held, launch
 from backend_opencl.runtime.opencl.device_array import DeviceArray, FrameLease
-from backend_opencl.runtime.opencl.frames import Frame, Frames, Layout, Retired
+from backend_opencl.runtime.opencl.frames import Frame, Frames, Layout, Retired, idle
 from tensorlang.plan import Copy, Free, Launch
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ BATCHED_BYTES = 1 << 16
 """Largest frame memory of a plan whose calls are submitted in batches."""
 
 _NDARRAY = np.ndarray
-_COMPLETE = cl.command_execution_status.COMPLETE
 
 
 class QuickDispatch:
@@ -153,16 +151,13 @@ class QuickDispatch:
         except IndexError:  # every frame holds live results
             return self._new()
         pending = frame.pending
-        if pending is not None and pending.command_execution_status > _COMPLETE:
+        if pending is not None and not launch.complete(pending):
             if self._made < self.spare:
                 free.appendleft(frame)
                 return self._new()
             self.held.open()
             launch.finish(self.queue, pending, self.spin)
-        frame.pending = None
-        if frame.pending_keep:
-            frame.pending_keep.clear()
-        return frame
+        return idle(frame)
 
     def _untake(self, frame: Frame) -> None:
         """Give back a frame taken for a call that is not the common case (nothing of it
