@@ -13,6 +13,8 @@ from typing import SupportsComplex, SupportsFloat, SupportsIndex, SupportsInt
 
 def as_int(value: object) -> int:
     """An attribute's Python value as an int (a TypeError when it is not a number)."""
+    if type(value) is int:  # the common case, before the slow protocol check
+        return value
     if not isinstance(value, SupportsInt):
         raise TypeError(f"expected an integer attribute, got {value!r}")
     return int(value)
@@ -20,6 +22,8 @@ def as_int(value: object) -> int:
 
 def as_float(value: object) -> float:
     """An attribute's Python value as a float."""
+    if type(value) is float:
+        return value
     if not isinstance(value, SupportsFloat):
         raise TypeError(f"expected a float attribute, got {value!r}")
     return float(value)
