@@ -128,8 +128,14 @@ def _complex_inline(em: KernelEmitter, fn: str, t: ScalarType, a: str) -> str:
 
 @handler("select")
 def emit_select(em: KernelEmitter, inst: Instruction) -> None:
-    """``select %c, %a, %b``: ``c ? a : b``."""
+    """``select %c, %a, %b``: ``c ? a : b`` (complex values part by part, see
+    :func:`numeric.by_parts`)."""
     cond, a, b = (em.scalar(inst.operand(k)) for k in ("cond", "a", "b"))
+    t = inst.result.type
+    if isinstance(t, ScalarType) and t.is_complex:
+        em.define(inst.result, numeric.by_parts(t, f"({cond} ? ({a}).x : ({b}).x)",
+                                                f"({cond} ? ({a}).y : ({b}).y)"))
+        return
     em.define(inst.result, f"({cond} ? {a} : {b})")
 
 

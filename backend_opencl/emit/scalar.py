@@ -32,6 +32,9 @@ def _plain_binary(op: ArithOp, t: ScalarType, a: str, b: str) -> str:
     if t.is_complex and op in (ArithOp.MUL, ArithOp.DIV):
         helper = prelude.cmul(t.name) if op is ArithOp.MUL else prelude.cdiv(t.name)
         return f"{helper}({a}, {b})"
+    if t.is_complex and op in (ArithOp.ADD, ArithOp.SUB):
+        sign = _BINARY[op]
+        return numeric.by_parts(t, f"({a}).x {sign} ({b}).x", f"({a}).y {sign} ({b}).y")
     if op is ArithOp.REM and not t.is_int:
         return f"fmod({a}, {b})"
     if t.is_bool and op in (ArithOp.ADD, ArithOp.SUB):
