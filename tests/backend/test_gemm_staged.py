@@ -2,7 +2,8 @@
 numpy: both transposes, sizes that divide neither the tiles nor the K chunks (static K in
 several chunks, dynamic K), strided operands, f32/f64/c32/c64, beta = 0 with C poisoned,
 on the CPU plan (one work-item) and on the GPU plan (interleaved rows, work-groups of
-several work-items with barriers between the copies and the reads)."""
+several work-items with barriers between the copies and the reads); on the CPU plan a
+transposed A is staged by register-transposed 8 x 8 blocks."""
 
 from __future__ import annotations
 
@@ -67,6 +68,24 @@ def test_every_kernel_is_staged(target: Target) -> None:
                            for h in helpers)
     if target is STAGED_GPU:
         assert all("barrier(CLK_LOCAL_MEM_FENCE)" in h for h in helpers)
+
+
+def test_cpu_stages_a_transposed_a_by_register_blocks() -> None:
+    """On the CPU plan a transposed A (K contiguous) is staged by 8 x 8 blocks transposed
+    in registers (vector loads along K, vector stores along the panel), its remainders
+    element by element; the cases above cover rows and K chunks that are not multiples
+    of 8 (13 rows, K of 5 and 17, a 530-deep dynamic K)."""
+    source = lower(tensorlang.parse(_source()), STAGED_CPU).source
+    helpers = [h for h in source.split("\nvoid ")[1:] if h.startswith("tlc_gemm")]
+    blocked = [h for h in helpers if "const long s_rows" in h]
+    assert any(h.startswith("tlc_gemm_f32") for h in blocked)
+    assert any(h.startswith("tlc_gemm_f64") for h in blocked)
+    for h in blocked:
+        assert "s_r7 = vload8(0, A + " in h
+        assert "vstore8((float8)(s_r0.s0" in h or "vstore8((double8)(s_r0.s0" in h
+        assert re.search(r"\bL\[[^\]]*\] = A\[", h)  # the remainders
+    gpu = lower(tensorlang.parse(_source()), STAGED_GPU).source
+    assert "s_rows" not in gpu  # work-groups of several items copy element by element
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
