@@ -287,7 +287,7 @@ def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
               "Edge": body.block(intra.edge_rows, intra.edge_cols, intra.edge_cells, x0)}
 
     by_blocks = local and operand == "a" and transposed and items == 1 \
-        and src.sk == "1" and t.is_float and not t.is_half and width % TRANSPOSE_BLOCK == 0
+        and src.sk == "1" and t.is_float and not t.is_half
 
     def chunk(w: Writer, k0: tuple[str, ...]) -> None:
         with _scope(w):
@@ -320,51 +320,49 @@ TRANSPOSE_BLOCK = 8
 
 def _transposed_copy(w: Writer, local: str, a: Matrix, t: ScalarType, width: int,
                      rows: str) -> None:
-    """Stage the chunk (``kb`` deep, from ``k0``) of a transposed A's panel (rows from
-    ``m0``, ``rows`` of them; K contiguous in memory) into ``local``, K-major, by 8 x 8
-    blocks: eight vector loads along K, transposed in registers, eight vector stores
-    along the panel, then the remainders element by element.
+    """Stage the chunk (``kb`` deep, from ``k0``) of a transposed A's panel (``rows``
+    rows from ``m0``; K contiguous in memory) into ``local``, K-major, by 8 x 8 blocks:
+    eight vector loads along K, transposed in registers, eight vector stores along the
+    panel; the rows and K steps left over element by element.
 
     Element by element, the copy either reads or writes with a stride, which the loop
     vectoriser makes gathers or scatters (slow on Zen 4): equinox's ``x @ W.T``,
-    32x784 by 256x784, took 132 us a call on PoCL staged that way, 92 by blocks."""
+    32x784 by 256x784, took 132 us a call on PoCL staged that way, 96 by blocks."""
     b, vec = TRANSPOSE_BLOCK, f"{ctype(t)}{TRANSPOSE_BLOCK}"
 
     def row(r: str) -> str:
         return f"{a.ptr} + {add(mul(f'(m0 + {r})', a.si), 'k0')}"
 
-    def scalar(w: Writer, p: str, kk: str) -> None:
-        element = f"{a.ptr}[{add(mul(f'(m0 + {p})', a.si), f'(k0 + {kk})')}]"
-        w.line(f"{local}[{add(mul(kk, str(width)), p)}] = {element};")
+    def element(p: str, kk: str) -> None:
+        w.line(f"{local}[{add(mul(kk, str(width)), p)}] = "
+               f"{a.ptr}[{add(mul(f'(m0 + {p})', a.si), f'(k0 + {kk})')}];")
 
     w.line(f"const long s_rows = {rows};")
     w.line("long s_k = 0;")
-    w.line(f"for (; s_k + {b} <= kb; s_k += {b}) {{")
+    with _loop(w, f"for (; s_k + {b} <= kb; s_k += {b})"):
+        w.line("long s_p = 0;")
+        with _loop(w, f"for (; s_p + {b} <= s_rows; s_p += {b})"):
+            for r in range(b):
+                w.line(f"const {vec} s_r{r} = vload{b}(0, {row(f's_p + {r}')} + s_k);")
+            for c in range(b):
+                column = ", ".join(f"s_r{r}.s{c}" for r in range(b))
+                w.line(f"vstore{b}(({vec})({column}), 0, {local} + (s_k + {c}) * {width} "
+                       "+ s_p);")
+        with _loop(w, "for (; s_p < s_rows; ++s_p)"), \
+                _loop(w, f"for (long s_kk = s_k; s_kk < s_k + {b}; ++s_kk)"):
+            element("s_p", "s_kk")
+    with _loop(w, "for (; s_k < kb; ++s_k)"), _loop(w, "for (long s_p = 0; s_p < s_rows; ++s_p)"):
+        element("s_p", "s_k")
+
+
+@contextmanager
+def _loop(w: Writer, header: str) -> Iterator[None]:
+    """A C ``for`` (or any statement heading a block) with its body in braces."""
+    w.line(f"{header} {{")
     w.level += 1
-    w.line("long s_p = 0;")
-    w.line(f"for (; s_p + {b} <= s_rows; s_p += {b}) {{")
-    w.level += 1
-    for r in range(b):
-        w.line(f"const {vec} s_r{r} = vload{b}(0, {row(f's_p + {r}')} + s_k);")
-    for c in range(b):
-        parts = ", ".join(f"s_r{r}.s{c}" for r in range(b))
-        w.line(f"vstore{b}(({vec})({parts}), 0, {local} + (s_k + {c}) * {width} + s_p);")
+    yield
     w.level -= 1
     w.line("}")
-    w.line("for (; s_p < s_rows; ++s_p)")
-    w.level += 1
-    w.line(f"for (long s_kk = s_k; s_kk < s_k + {b}; ++s_kk)")
-    w.level += 1
-    scalar(w, "s_p", "s_kk")
-    w.level -= 2
-    w.level -= 1
-    w.line("}")
-    w.line("for (; s_k < kb; ++s_k)")
-    w.level += 1
-    w.line("for (long s_p = 0; s_p < s_rows; ++s_p)")
-    w.level += 1
-    scalar(w, "s_p", "s_k")
-    w.level -= 2
 
 
 def _bind(w: Writer, name: str, value: str) -> None:
