@@ -286,15 +286,17 @@ def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
     blocks = {"Full": body.block(intra.rows, intra.cols, intra.cells, x0, full=True),
               "Edge": body.block(intra.edge_rows, intra.edge_cols, intra.edge_cells, x0)}
 
+    block = min(TRANSPOSE_BLOCK, ops.vector)  # a register's lanes at most (see below)
     by_blocks = local and operand == "a" and transposed and items == 1 \
-        and src.sk == "1" and t.is_float and not t.is_half
+        and src.sk == "1" and t.is_float and not t.is_half and block in (4, 8)
 
     def chunk(w: Writer, k0: tuple[str, ...]) -> None:
         with _scope(w):
             _bind(w, "k0", k0[0])
             w.line(f"const long kb = {kb};")
             if by_blocks:
-                _transposed_copy(w, local, src, t, width, f"min((long){width}, {m} - {x0})")
+                _transposed_copy(w, local, src, (t, block), width,
+                                 f"min((long){width}, {m} - {x0})")
             elif local:
                 write_loops(w, loops.copy, {"Copy": copy})
             if items > 1:
@@ -315,20 +317,26 @@ def _staged(w: Writer, ops: _Operands, sizes: tuple[str, str, str],
 
 
 TRANSPOSE_BLOCK = 8
-"""Rows and K steps of the blocks a transposed A's panel is staged by on CPUs."""
+"""Rows and K steps of the blocks a transposed A's panel is staged by on CPUs (fewer
+where a register holds fewer elements: f64 on AVX2 takes 4 x 4 blocks)."""
 
 
-def _transposed_copy(w: Writer, local: str, a: Matrix, t: ScalarType, width: int,
-                     rows: str) -> None:
+def _transposed_copy(w: Writer, local: str, a: Matrix, block: tuple[ScalarType, int],
+                     width: int, rows: str) -> None:
     """Stage the chunk (``kb`` deep, from ``k0``) of a transposed A's panel (``rows``
-    rows from ``m0``; K contiguous in memory) into ``local``, K-major, by 8 x 8 blocks:
-    eight vector loads along K, transposed in registers, eight vector stores along the
-    panel; the rows and K steps left over element by element.
+    rows from ``m0``; K contiguous in memory) into ``local``, K-major, by ``b x b``
+    blocks (``block``: the element type and ``b``): ``b`` vector loads along K,
+    transposed in registers, ``b`` vector stores along the panel; the rows and K steps
+    left over element by element.
 
     Element by element, the copy either reads or writes with a stride, which the loop
     vectoriser makes gathers or scatters (slow on Zen 4): equinox's ``x @ W.T``,
-    32x784 by 256x784, took 132 us a call on PoCL staged that way, 96 by blocks."""
-    b, vec = TRANSPOSE_BLOCK, f"{ctype(t)}{TRANSPOSE_BLOCK}"
+    32x784 by 256x784, took 132 us a call on PoCL staged that way, 96 by blocks.  A
+    vector wider than the device's registers is not used: PyPI's PoCL 3.0 (built for
+    AVX2) crashed in ``vload8`` / ``vstore8`` of ``double8``, whose 512-bit ABI its
+    builtins do not share."""
+    t, b = block
+    vec = f"{ctype(t)}{b}"
 
     def row(r: str) -> str:
         return f"{a.ptr} + {add(mul(f'(m0 + {r})', a.si), 'k0')}"

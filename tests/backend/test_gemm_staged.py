@@ -71,18 +71,20 @@ def test_every_kernel_is_staged(target: Target) -> None:
 
 
 def test_cpu_stages_a_transposed_a_by_register_blocks() -> None:
-    """On the CPU plan a transposed A (K contiguous) is staged by 8 x 8 blocks transposed
-    in registers (vector loads along K, vector stores along the panel), its remainders
-    element by element; the cases above cover rows and K chunks that are not multiples
-    of 8 (13 rows, K of 5 and 17, a 530-deep dynamic K)."""
+    """On the CPU plan a transposed A (K contiguous) is staged by 8 x 8 blocks (4 x 4
+    where a register holds four elements) transposed in registers (vector loads along
+    K, vector stores along the panel), its remainders element by element; the cases
+    above cover rows and K chunks that are not multiples of 8 (13 rows, K of 5 and 17,
+    a 530-deep dynamic K)."""
     source = lower(tensorlang.parse(_source()), STAGED_CPU).source
     helpers = [h for h in source.split("\nvoid ")[1:] if h.startswith("tlc_gemm")]
     blocked = [h for h in helpers if "const long s_rows" in h]
     assert any(h.startswith("tlc_gemm_f32") for h in blocked)
     assert any(h.startswith("tlc_gemm_f64") for h in blocked)
-    for h in blocked:
-        assert "s_r7 = vload8(0, A + " in h
-        assert "vstore8((float8)(s_r0.s0" in h or "vstore8((double8)(s_r0.s0" in h
+    for h in blocked:  # 8 x 8 blocks, or 4 x 4 where a register holds 4 elements
+        b = int(re.findall(r"vload(\d+)\(0, A \+ ", h)[0])
+        assert b in (4, 8) and f"s_r{b - 1} = vload{b}(0, A + " in h
+        assert re.search(rf"vstore{b}\(\((float|double){b}\)\(s_r0\.s0, ", h)
         assert re.search(r"\bL\[[^\]]*\] = A\[", h)  # the remainders
     gpu = lower(tensorlang.parse(_source()), STAGED_GPU).source
     assert "s_rows" not in gpu  # work-groups of several items copy element by element
