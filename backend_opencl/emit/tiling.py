@@ -347,30 +347,20 @@ def _transposed_copy(w: Writer, local: str, a: Matrix, block: tuple[ScalarType, 
 
     w.line(f"const long s_rows = {rows};")
     w.line("long s_k = 0;")
-    with _loop(w, f"for (; s_k + {b} <= kb; s_k += {b})"):
+    with w.block(f"for (; s_k + {b} <= kb; s_k += {b})"):
         w.line("long s_p = 0;")
-        with _loop(w, f"for (; s_p + {b} <= s_rows; s_p += {b})"):
+        with w.block(f"for (; s_p + {b} <= s_rows; s_p += {b})"):
             for r in range(b):
                 w.line(f"const {vec} s_r{r} = vload{b}(0, {row(f's_p + {r}')} + s_k);")
             for c in range(b):
                 column = ", ".join(f"s_r{r}.s{c}" for r in range(b))
                 w.line(f"vstore{b}(({vec})({column}), 0, {local} + (s_k + {c}) * {width} "
                        "+ s_p);")
-        with _loop(w, "for (; s_p < s_rows; ++s_p)"), \
-                _loop(w, f"for (long s_kk = s_k; s_kk < s_k + {b}; ++s_kk)"):
+        with w.block("for (; s_p < s_rows; ++s_p)"), \
+                w.block(f"for (long s_kk = s_k; s_kk < s_k + {b}; ++s_kk)"):
             element("s_p", "s_kk")
-    with _loop(w, "for (; s_k < kb; ++s_k)"), _loop(w, "for (long s_p = 0; s_p < s_rows; ++s_p)"):
+    with w.block("for (; s_k < kb; ++s_k)"), w.block("for (long s_p = 0; s_p < s_rows; ++s_p)"):
         element("s_p", "s_k")
-
-
-@contextmanager
-def _loop(w: Writer, header: str) -> Iterator[None]:
-    """A C ``for`` (or any statement heading a block) with its body in braces."""
-    w.line(f"{header} {{")
-    w.level += 1
-    yield
-    w.level -= 1
-    w.line("}")
 
 
 def _bind(w: Writer, name: str, value: str) -> None:
