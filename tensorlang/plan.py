@@ -234,14 +234,13 @@ def launches(steps: tuple[Step, ...] | list[Step]) -> Iterator[Launch]:
 
 def distinct_argument_kernels(plan: Plan, written: Mapping[str, set[int]]) -> frozenset[str]:
     """The kernels of ``plan`` whose buffer arguments never share memory that one of them
-    writes (their pointers can be ``restrict``): no launch passes one buffer twice, and
-    none passes a parameter to an argument the kernel writes (``written``: the written
-    argument positions of each kernel), the caller's arrays backing parameters, one array
-    perhaps several of them.  The plan's other buffers are distinct memory while live."""
-    params = set(plan.params)
+    writes (their pointers can be ``restrict``): those no launch passes one buffer twice
+    (``written``: the written argument positions of each kernel, the kernels to consider).
+    The plan's buffers are distinct memory while live: the caller's arrays back the
+    parameters it only reads (one array perhaps several of them), and every plan runtime
+    binds a parameter the plan writes to a copy of its own."""
     unsafe = {launch.kernel for launch in launches(plan.steps)
-              if len(set(launch.args)) != len(launch.args)
-              or any(launch.args[i] in params for i in written.get(launch.kernel, ()))}
+              if len(set(launch.args)) != len(launch.args)}
     return frozenset(written) - unsafe
 
 

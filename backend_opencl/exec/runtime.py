@@ -243,7 +243,10 @@ class PlanRuntime(Protocol[BufferT, EventT]):
 
     def bind(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], bid: int,
              arg: object, profiling: bool, snapshot: bool) -> None:
-        """Make checked ``arg`` the contents of parameter buffer ``bid`` in ``run``."""
+        """Make checked ``arg`` the contents of parameter buffer ``bid`` in ``run``: the
+        caller's memory itself only when the plan never writes ``bid`` (``exe.written``),
+        else a copy of its own (kernels declare their buffers ``restrict`` on that:
+        :func:`tensorlang.plan.distinct_argument_kernels`)."""
 
     def copy(self, exe: Executable[BufferT, EventT], run: Run[BufferT, EventT], dst: int,
              src: int) -> None:
