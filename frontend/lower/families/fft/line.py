@@ -192,23 +192,24 @@ class Group:
         self.l: IndexExpr = 0
 
     @contextmanager
-    def each(self, hi: int, io: bool = False) -> Iterator[str]:
-        """A ``foreach`` over [0, hi) of every line of the group; yields the index, sets
+    def each(self, hi: int, io: bool = False, lo: int = 0) -> Iterator[str]:
+        """A ``foreach`` over [lo, hi) of every line of the group; yields the index, sets
         :attr:`l`.  The index is the fastest mode, but the line when ``io`` (the loop reads
         or writes global memory) and lines along an earlier dimension lie side by side."""
         k = self.k
         j = k.fresh("l")
         if self.count == 1:
-            with k.block(f"foreach {j} = {k.idx(0)}, {k.idx(hi)} : index {{"):
+            with k.block(f"foreach {j} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
                 yield j
             return
         line = k.fresh("l")
-        modes = [(j, hi), (line, self.count)]
+        modes = [(j, lo, hi), (line, 0, self.count)]
         if io and self.p.dim != len(self.p.shape) - 1:
             modes.reverse()
-        names = ", ".join(v for v, _ in modes)
-        his = ", ".join(k.idx(n) for _, n in modes)
-        with k.block(f"foreach ({names}) = ({k.idx(0)}, {k.idx(0)}), ({his}) : index {{"):
+        names = ", ".join(v for v, _, _ in modes)
+        los = ", ".join(k.idx(n) for _, n, _ in modes)
+        his = ", ".join(k.idx(n) for _, _, n in modes)
+        with k.block(f"foreach ({names}) = ({los}), ({his}) : index {{"):
             self.l = line
             try:
                 yield j
@@ -449,22 +450,33 @@ def _half(k: KernelBuilder, a: Complex, b: Complex, t: str) -> tuple[Complex, Co
 def _store_spectrum(grp: Group, src: tuple[Pair, int], out: int) -> None:
     """A halved ``r2c`` line: ``Z`` (the FFT of ``x[2j] + i x[2j+1]``) holds the even
     elements' spectrum ``E = (Z[k] + conj Z[m-k]) / 2`` and the odd ones' ``O = -i (Z[k]
-    - conj Z[m-k]) / 2``; ``X[k] = E + W^k O`` for ``k <= m``."""
+    - conj Z[m-k]) / 2``; ``X[k] = E + W^k O`` for ``k <= m``.  ``k`` of 1 to ``m - 1``
+    read ``Z[k]`` and ``Z[m-k]`` as they are (a loop of contiguous and reversed runs the C
+    compiler vectorizes; indices wrapped by selects were gathers); ``X[0]`` and ``X[m]``
+    both read ``Z[0]`` twice, in a loop of their own."""
+    k, m = grp.k, grp.p.m
+    with grp.each(m, io=True, lo=1) as j:
+        _spectrum_element(grp, src, out, (j, j, k.isub(m, j)))
+    with grp.each(2, io=True) as end:
+        _spectrum_element(grp, src, out, (k.imul(end, m), 0, 0))
+
+
+def _spectrum_element(grp: Group, src: tuple[Pair, int], out: int,
+                      at: tuple[IndexExpr, IndexExpr, IndexExpr]) -> None:
+    """``X[j]`` of :func:`_store_spectrum` from ``Z[a]`` and ``Z[b]`` (``at``: ``j, a, b``,
+    with ``a = j`` and ``b = m - j`` modulo ``m``)."""
     (zr, zi), table = src
     k, p = grp.k, grp.p
-    ct, m = p.ctype, p.m
-    with grp.each(m + 1, io=True) as j:
-        first = grp.first()
-        a_at = k.select(k.cmp("eq", j, k.idx(m), "index"), k.idx(0), j, "index")
-        b_at = k.select(k.cmp("eq", j, k.idx(0), "index"), k.idx(0),
-                        k.idx(k.isub(m, j)), "index")
-        a = zr.load(a_at), zi.load(a_at)
-        b = zr.load(b_at), k.arith("neg", zi.load(b_at), None, ct)
-        e, d = _half(k, a, b, ct)
-        o = d[1], k.arith("neg", d[0], None, ct)
-        wo = _cmul(k, _twiddle(k, p, table, k.iadd(j, _offset(p, "half"))), o, ct)
-        re, im = k.arith("add", e[0], wo[0], ct), k.arith("add", e[1], wo[1], ct)
-        _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
+    ct = p.ctype
+    j, a_at, b_at = at
+    first = grp.first()
+    a = zr.load(a_at), zi.load(a_at)
+    b = zr.load(b_at), k.arith("neg", zi.load(b_at), None, ct)
+    e, d = _half(k, a, b, ct)
+    o = d[1], k.arith("neg", d[0], None, ct)
+    wo = _cmul(k, _twiddle(k, p, table, k.iadd(j, _offset(p, "half"))), o, ct)
+    re, im = k.arith("add", e[0], wo[0], ct), k.arith("add", e[1], wo[1], ct)
+    _store_complex(k, p, (re, im), out, k.linear(_at(first, p.dim, j), p.shape))
 
 
 def _load_hermitian(f: Fused, p: LinePass, src: tuple[Source, int], grp: Group,
