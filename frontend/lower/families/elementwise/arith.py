@@ -5,7 +5,7 @@ Every lowering here is elemental, so chains of these ops fuse into one kernel.
 
 from __future__ import annotations
 
-from frontend.ir.core import Op
+from frontend.ir.core import Op, Value
 from frontend.lower.core import types
 from frontend.lower.core.builder import IndexExpr
 from frontend.lower.core.fused import Fused
@@ -40,6 +40,9 @@ def shift_right_arithmetic(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 @elemental(*_BINARY)
 def binary(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     """Two-operand arithmetic and bitwise ops (i1 add/mul are or/and)."""
+    modulus = _complex_modulus(op)
+    if modulus is not None:
+        return _squared_magnitude(f, modulus, idx)
     a, b = f.operands(op, idx)
     t = types.elem(op.result)
     name = _BINARY[op.name]
@@ -48,6 +51,38 @@ def binary(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
         if name not in ("and", "or", "xor"):
             raise CompileError.at(op.loc, f"'{op.name}' on i1 is not supported yet")
     return f.k.arith(name, a, b, t)
+
+
+def _complex_modulus(op: Op) -> Value | None:
+    """The complex operand ``z`` when ``op`` is ``abs(z) * abs(z)`` (``jnp.abs(z) ** 2``:
+    a power spectrum), else None."""
+    x, y = op.operands
+    if op.name != "stablehlo.multiply" or x is not y or not isinstance(x.owner, Op) \
+            or x.owner.name != "stablehlo.abs":
+        return None
+    z = x.owner.operand("operand")
+    return z if types.elem(z) in _PART else None
+
+
+_PART = {"c32": "f32", "c64": "f64"}
+
+
+def _squared_magnitude(f: Fused, z: Value, idx: list[IndexExpr]) -> str:
+    """``re^2 + im^2`` of ``z`` at ``idx``, in double (no square root: ``|z|`` rounded and
+    squared is less accurate and its ``hypot`` costs more than the whole rest); infinite
+    where a part is, as ``|z|`` is even when the other part is NaN."""
+    k, ct = f.k, types.elem(z)
+    t = _PART[ct]
+    value = f.value(z, idx)
+    re, im = (k.math(part, value, None, ct) for part in ("real", "imag"))
+    wide_re, wide_im = k.cast(re, t, "f64"), k.cast(im, t, "f64")
+    total = k.arith("add", k.arith("mul", wide_re, wide_re, "f64"),
+                    k.arith("mul", wide_im, wide_im, "f64"), "f64")
+    result = k.cast(total, "f64", t)
+    inf = k.const(float("inf"), t)
+    infinite = k.arith("or", k.cmp("eq", k.math("abs", re, None, t), inf, t),
+                       k.cmp("eq", k.math("abs", im, None, t), inf, t), "i1")
+    return k.select(infinite, inf, result, t)
 
 
 @elemental("stablehlo.negate")
