@@ -73,3 +73,43 @@ def test_columns_keep_innermost(shape: tuple[int, ...], dims: list[int], t: str)
     got = run(reduce_module(shape, dims, t, "maximum", "-2147483648" if t == "i32" else "-1e30"),
               a)[0]
     np.testing.assert_array_equal(got, a.max(axis=tuple(dims)))
+
+
+def _stacked_sum(pieces: list[tuple[int, ...]], dims: list[int]) -> str:
+    """Sum over ``dims`` of the concatenation of ``pieces`` along dimension 0."""
+    names = ", ".join(f"%p{i}" for i in range(len(pieces)))
+    ty = [f"tensor<{'x'.join(map(str, s))}xf32>" for s in pieces]
+    whole = (sum(s[0] for s in pieces), *pieces[0][1:])
+    out = [n for d, n in enumerate(whole) if d not in dims]
+    out_ty = f"tensor<{'x'.join(map(str, out))}xf32>"
+    whole_ty = f"tensor<{'x'.join(map(str, whole))}xf32>"
+    params = ", ".join(f"%p{i}: {t}" for i, t in enumerate(ty))
+    return module(f"({params}) -> {out_ty}", f"""
+  %c = stablehlo.concatenate {names}, dim = 0 : ({", ".join(ty)}) -> {whole_ty}
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = {dims}
+      : ({whole_ty}, tensor<f32>) -> {out_ty}
+  return %s : {out_ty}""")
+
+
+@pytest.mark.parametrize(("pieces", "dims"), [
+    ([(1, 4, 24)] * 20, [0]),                       # stacked steps: unrolled
+    ([(2, 3, 16), (1, 3, 16), (5, 3, 16)], [0, 1]),  # uneven pieces, two dims: unrolled
+    ([(1, 2, 32)] * 70, [0]),                       # too many positions: a loop
+])
+def test_columns_over_a_concatenation(pieces: list[tuple[int, ...]], dims: list[int]
+                                      ) -> None:
+    """A column reduction over a concatenation along a reduced dimension (the mean of a
+    recurrent net's stacked outputs) reads each piece directly; unrolled, with no
+    branches picking the piece."""
+    import frontend
+    from frontend.lower import lower_function
+
+    text = _stacked_sum(pieces, dims)
+    xs = [rand(s) for s in pieces]
+    got = run(text, *xs)[0]
+    want = np.concatenate(xs, axis=0).astype(np.float64).sum(axis=tuple(dims))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    kernels = lower_function(frontend.parse(text)).kernels
+    unrolled = sum(s[0] for s in pieces) * np.prod([pieces[0][d] for d in dims[1:]]) <= 64
+    assert "reduce_cols" in kernels and (" if " not in kernels) == unrolled

@@ -31,6 +31,11 @@ COLUMN_GROUPS = 16
 """Work-groups (at most) sharing the work-items of a column reduction."""
 TARGET_GROUPS = 64
 """Split the reduced range into slices until there are about this many work-groups."""
+UNROLL_STACKED = 64
+"""A column reduction of at most this many positions over a concatenation along a
+reduced dimension (the mean of a recurrent net's stacked outputs) unrolls its loop, so
+each position reads its input directly: in a loop, every element picked its input by a
+tree of branches."""
 
 
 def element_index(k: KernelBuilder, op: Op, dims: list[int], oidx: list[IndexExpr],
@@ -249,15 +254,29 @@ def columns(lw: FuncLowering, op: Op, dims: list[int], outs: list[int], width: i
         with k.block(f"foreach {w} = {k.idx(lo)}, {k.idx(hi)} : index {{"):
             base = k.imul(w, width)
             oidxs = [k.delinearize(k.iadd(base, j), out_shape) for j in range(width)]
-            accs = [f.value(v, []) for v in inits]
-            with k.loop(0, prod(in_shape[d] for d in dims), accs * width, ts * width) as loop:
-                loop.yields = _fold_columns(k, f, op, (dims, oidxs), loop.var, loop.carried)
+            accs = [f.value(v, []) for v in inits] * width
+            length = prod(in_shape[d] for d in dims)
+            if _stacked(op, dims) and length <= UNROLL_STACKED:
+                for position in range(length):
+                    accs = _fold_columns(k, f, op, (dims, oidxs), position, accs)
+            else:
+                with k.loop(0, length, accs, ts * width) as loop:
+                    loop.yields = _fold_columns(k, f, op, (dims, oidxs), loop.var,
+                                                loop.carried)
+                accs = loop.results
             for j in range(width):
                 at = k.iadd(base, j)
-                for r, out, t in zip(loop.results[j * nres:(j + 1) * nres], outs, ts,
-                                     strict=True):
-                    k.store(r, out, t, n, at)
+                for value, out, t in zip(accs[j * nres:(j + 1) * nres], outs, ts,
+                                         strict=True):
+                    k.store(value, out, t, n, at)
     lw.launch_last(-(-items // per_group))
+
+
+def _stacked(op: Op, dims: list[int]) -> bool:
+    """Whether an input of reduce ``op`` is a concatenation along a reduced dimension."""
+    return any(isinstance(v.owner, Op) and v.owner.name == "stablehlo.concatenate"
+               and v.owner.int_attr("dimension") in dims
+               for v in op.operand_group("inputs"))
 
 
 SLICED_ITEMS = 64
