@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from frontend.ir.attrs import as_complex, as_float, as_int
+from frontend.lower.core import types
 
 IndexExpr = int | str
 CHUNK = 1024
@@ -24,6 +25,17 @@ CHUNK = 1024
 def memref(dtype: str, n: int) -> str:
     """The flat memref type of a buffer of ``n`` elements (at least 1)."""
     return f"memref<{dtype}x{max(n, 1)}>"
+
+
+def local_memref(dtype: str, n: int) -> str:
+    """The flat local-memory memref type of ``n`` elements (at least 1)."""
+    return f"memref<{dtype}x{max(n, 1)},local>"
+
+
+LOCAL_SCRATCH_BYTES = 16384
+"""The most local memory a kernel's private buffers take (:attr:`KernelBuilder.
+private_from`); the rest stay buffer parameters.  Half the 32 KiB an OpenCL device has at
+least, leaving room for a gemm's staged tiles."""
 
 
 def literal(value: object, dtype: str) -> str:
@@ -70,6 +82,12 @@ class KernelBuilder:
         self._memo: list[dict[object, str | tuple[IndexExpr, ...]]] = [{}]
         self.attributes = ""
         """Function attributes written after the parameters, e.g. ``work_group_size(64,1)``."""
+        self.locals: dict[int, tuple[str, str]] = {}  # buffer id -> (ssa, local memref type)
+        self.private_from: int | None = None
+        """Buffers from this id on are the kernel's own (written before read in every run,
+        used by no other launch): they become local memory while
+        :data:`LOCAL_SCRATCH_BYTES` allows, which spares their launches an argument each."""
+        self._local_bytes = 0
 
     # -- text --------------------------------------------------------------------------------
 
@@ -92,7 +110,9 @@ class KernelBuilder:
         """The finished kernel."""
         params = ", ".join(f"{ssa}: {t}" for ssa, t in self.params.values())
         attrs = f" {self.attributes}" if self.attributes else ""
-        return f"func @{self.name}({params}){attrs} {{\n" + "\n".join(self.lines) + "\n}\n"
+        allocas = [f"  {ssa} = alloca -> {t}" for ssa, t in self.locals.values()]
+        return f"func @{self.name}({params}){attrs} {{\n" + "\n".join(allocas + self.lines) \
+            + "\n}\n"
 
     # -- memo scopes ---------------------------------------------------------------------------
 
@@ -319,8 +339,17 @@ class KernelBuilder:
     # -- memory and loops ----------------------------------------------------------------------
 
     def param(self, buffer: int, dtype: str, n: int) -> tuple[str, str]:
-        """The parameter for ``buffer`` (added on first use): its SSA name and type."""
+        """The parameter for ``buffer`` (added on first use), or its local memory when it
+        is the kernel's own (:attr:`private_from`): its SSA name and type."""
+        if buffer in self.locals:
+            return self.locals[buffer]
         if buffer not in self.params:
+            nbytes = types.elem_bytes(dtype) * max(n, 1)
+            if self.private_from is not None and buffer >= self.private_from \
+                    and self._local_bytes + nbytes <= LOCAL_SCRATCH_BYTES:
+                self._local_bytes += nbytes
+                self.locals[buffer] = (f"%b{buffer}", local_memref(dtype, n))
+                return self.locals[buffer]
             self.params[buffer] = (f"%b{buffer}", memref(dtype, n))
         return self.params[buffer]
 

@@ -163,6 +163,7 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None,
     count, flag = trips
     cond, body = op.regions[0].block, op.regions[1].block
     with lw.kernel("while") as (k, f):
+        k.private_from = len(lw.buffers)  # what the iterations compute: written, then read
         for block in (cond, body):
             for a, c in zip(block.args, carry, strict=True):
                 lw.bind(a, c)
@@ -508,7 +509,8 @@ def _gemm(lw: FuncLowering, f: Fused, op: Op, dims: tuple[list[int], ...]) -> bo
         assert buf is not None
         ssa, flat = k.param(buf, t, rows * cols)
         views.append(k.emit(f"expand {ssa}[0 -> {rows}x{cols}] : {flat}", "v"))
-        vtypes.append(f"memref<{t}x{rows}x{cols}>")
+        space = ",local" if flat.endswith(",local>") else ""  # the loop's own scratch
+        vtypes.append(f"memref<{t}x{rows}x{cols}{space}>")
     one, zero = k.const(1.0, t), k.const(0.0, t)
     k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
            f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
