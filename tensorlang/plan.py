@@ -12,7 +12,7 @@ front end builds it and the back end (``backend_opencl.exec.executable``) execut
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from math import prod
 from typing import SupportsInt
@@ -232,16 +232,15 @@ def launches(steps: tuple[Step, ...] | list[Step]) -> Iterator[Launch]:
                 yield from launches(branch)
 
 
-def distinct_argument_kernels(plan: Plan, written: Mapping[str, set[int]]) -> frozenset[str]:
-    """The kernels of ``plan`` whose buffer arguments never share memory that one of them
-    writes (their pointers can be ``restrict``): those no launch passes one buffer twice
-    (``written``: the written argument positions of each kernel, the kernels to consider).
-    The plan's buffers are distinct memory while live: the caller's arrays back the
-    parameters it only reads (one array perhaps several of them), and every plan runtime
-    binds a parameter the plan writes to a copy of its own."""
+def distinct_argument_kernels(plan: Plan, kernels: Iterable[str]) -> frozenset[str]:
+    """The ``kernels`` whose buffer arguments never share memory that one of them writes
+    (their pointers can be ``restrict``): those no launch of ``plan`` passes one buffer
+    twice.  The plan's buffers are distinct memory while live: the caller's arrays back
+    the parameters it only reads (one array perhaps several of them), and every plan
+    runtime binds a parameter the plan writes to a copy of its own."""
     unsafe = {launch.kernel for launch in launches(plan.steps)
               if len(set(launch.args)) != len(launch.args)}
-    return frozenset(written) - unsafe
+    return frozenset(kernels) - unsafe
 
 
 def with_frees(steps: list[Step], keep: set[int]) -> list[Step]:

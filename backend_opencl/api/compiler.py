@@ -271,11 +271,9 @@ def _restrict_kernels(program: object, entry: str, host_callbacks: int | None
 def distinct_arguments(plan: Plan, program: Program) -> frozenset[str]:
     """The kernels of ``program`` that ``plan`` never launches with arguments sharing
     memory one of them writes (:func:`tensorlang.plan.distinct_argument_kernels`)."""
-    from tensorlang.passes.effects import written_arguments
     from tensorlang.plan import distinct_argument_kernels
 
-    written = {f.name: written_arguments(f) for f in program.functions}
-    return distinct_argument_kernels(plan, written)
+    return distinct_argument_kernels(plan, (f.name for f in program.functions))
 
 
 def emit(program: object, kind: str, device: object = None, entry: str = "main",
