@@ -22,14 +22,10 @@ CHUNK = 1024
 """Elements per work-group in elementwise kernels."""
 
 
-def memref(dtype: str, n: int) -> str:
-    """The flat memref type of a buffer of ``n`` elements (at least 1)."""
-    return f"memref<{dtype}x{max(n, 1)}>"
-
-
-def local_memref(dtype: str, n: int) -> str:
-    """The flat local-memory memref type of ``n`` elements (at least 1)."""
-    return f"memref<{dtype}x{max(n, 1)},local>"
+def memref(dtype: str, n: int, local: bool = False) -> str:
+    """The flat memref type of a buffer of ``n`` elements (at least 1), in local memory
+    when ``local``."""
+    return f"memref<{dtype}x{max(n, 1)}{',local' if local else ''}>"
 
 
 LOCAL_SCRATCH_BYTES = 16384
@@ -348,7 +344,7 @@ class KernelBuilder:
             if self.private_from is not None and buffer >= self.private_from \
                     and self._local_bytes + nbytes <= LOCAL_SCRATCH_BYTES:
                 self._local_bytes += nbytes
-                self.locals[buffer] = (f"%b{buffer}", local_memref(dtype, n))
+                self.locals[buffer] = (f"%b{buffer}", memref(dtype, n, local=True))
                 return self.locals[buffer]
             self.params[buffer] = (f"%b{buffer}", memref(dtype, n))
         return self.params[buffer]

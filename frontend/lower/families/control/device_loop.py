@@ -509,7 +509,7 @@ def _gemm(lw: FuncLowering, f: Fused, op: Op, dims: tuple[list[int], ...]) -> bo
         assert buf is not None
         ssa, flat = k.param(buf, t, rows * cols)
         views.append(k.emit(f"expand {ssa}[0 -> {rows}x{cols}] : {flat}", "v"))
-        space = ",local" if flat.endswith(",local>") else ""  # the loop's own scratch
+        space = ",local" if buf in k.locals else ""  # the loop's own scratch
         vtypes.append(f"memref<{t}x{rows}x{cols}{space}>")
     one, zero = k.const(1.0, t), k.const(0.0, t)
     k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
