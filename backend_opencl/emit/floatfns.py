@@ -2,7 +2,8 @@
 
 PoCL's scalar builtins ``sin cos log log1p expm1 tanh erf pow hypot`` are calls the loop
 vectoriser cannot widen: 2-33 ms per 128k f32 elements on the 2-core VM, against
-0.1-0.8 ms for the helpers here (its ``exp`` on float and double is already vectorised).
+0.1-0.8 ms for the helpers here.  Its ``exp`` is vectorised, but the float helper here
+is cheaper still and more accurate.
 On CPU devices with fp64, ``math.<fn>`` on f32 (and f16/bf16, which compute in float)
 calls these helpers instead.  Each one works in double precision, whose range and 53
 bits make short branch-free formulas accurate, and rounds once to float: results are
@@ -28,6 +29,14 @@ select, never a branch or a call the vectoriser cannot widen:
   is ``2^k e^r`` with a degree-7 fit (the builtin's full double accuracy is not needed
   and costs 1.4x).
 * ``hypot`` (complex ``abs``): ``sqrt(x^2 + y^2)`` in double (neither overflows).
+* ``logistic``: ``1 / (1 + e^-x)``, or ``e^x / (1 + e^x)`` for negative ``x`` (so
+  subnormal results stay): within 2.5 ulp, as the builtin formula was where its
+  exponential did not overflow.
+* ``exp``: in float only, ``2^k e^r`` with ``r = x - k ln 2`` split into an exact leading
+  part and a small rest, ``e^r = 1 + r + r^2 P(r)`` and the sum ``1 + r`` carried with
+  its rounding error (Fast2Sum) so the mantissa is rounded once: within 0.79 ulp over
+  every float (0.69 where the result is normal), against 0.95 for PoCL's builtin, at
+  ~80% of its time (512k elements: 67 against 85 us over a copy).
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ from fractions import Fraction
 
 from backend_opencl.emit.unit import Unit
 
-FLOAT_FNS = ("sin", "cos", "log", "log1p", "expm1", "tanh", "erf", "pow", "hypot")
+FLOAT_FNS = ("sin", "cos", "log", "log1p", "expm1", "tanh", "erf", "pow", "hypot", "exp",
+             "logistic")
 """The ``math.<fn>`` names with a helper here."""
 
 _INLINE = "__attribute__((always_inline)) "
@@ -112,6 +122,11 @@ _EXP_SHORT = (0.9999999999616426, 1.000000000260134, 0.5000000104759805, 0.16666
               0.0416662245601703, 0.008333579261430012, 0.0013948251914420394,
               0.0001976677428168743)
 """``e^r`` on ``|r| <= ln(2)/2``, lowest power first (2^-34.5): ``pow`` and ``erf``."""
+
+_EXP_FLOAT = (0.5, 0.1666666716337204, 0.04166646674275398, 0.0083332983776927,
+              0.0013933643931522965, 0.00019899275503121316)
+"""``(e^r - 1 - r) / r^2`` on ``|r| <= ln(2)/2`` in float coefficients, lowest power
+first (``e^r`` within 2^-30.5)."""
 
 
 def _horner(var: str, coeffs: tuple[float, ...] | list[float]) -> str:
@@ -337,6 +352,48 @@ def _pow(unit: Unit) -> str:
 """
 
 
+def _exp(unit: Unit) -> str:
+    """``2^k (1 + r + r^2 P(r))`` in float.  ``hi = x - k C1`` is exact (``C1``, ln 2's
+    leading 9 bits, times ``|k| <= 150`` has 17 bits) and ``|hi| <= 0.35``, so
+    ``s = 1 + hi`` and its rounding error ``(1 - s) + hi`` are exact (Fast2Sum); the small
+    rest ``-k C2 + r^2 P(r)`` joins that error before the one rounding of the mantissa.
+    ``2^k`` is two factors (``k`` reaches -150, below the normal exponents) from the bits
+    of ``t`` (no float-to-int conversion, undefined for NaN).  ``x`` is clamped to
+    ``[-104, 89]``, beyond which every result is 0 or infinity; NaN passes through."""
+    return f"""float @NAME@(float x) {{
+    const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    const float t = fma(c, 1.44269504f, 0x1.8p23f);
+    const float k = t - 0x1.8p23f;
+    const float hi = fma(k, -0x1.63p-1f, c);
+    const float r = fma(k, 2.12194440e-4f, hi);
+    const float lo = fma(k, 2.12194440e-4f, (r * r) * {_float_horner("r", _EXP_FLOAT)});
+    const float s = 1.0f + hi;
+    const float m = s + (((1.0f - s) + hi) + lo);
+    const int e = as_int(t) - 0x4b400000;
+    return m * as_float((e / 2 + 127) << 23) * as_float((e - e / 2 + 127) << 23);
+}}
+"""
+
+
+def _logistic(unit: Unit) -> str:
+    """``1 / (1 + e^-x)`` for ``x >= 0``, ``e^x / (1 + e^x)`` below: the exponential never
+    overflows, so results down to the subnormals stay (``1 / (1 + e^-x)`` gives 0 from
+    ``x < -88.7``).  One division either way."""
+    return f"""float @NAME@(float x) {{
+    const float e = {float_fn(unit, "exp")}(-fabs(x));
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}}
+"""
+
+
+def _float_horner(var: str, terms: tuple[float, ...]) -> str:
+    """``sum terms[i] var^i`` (lowest power first) as nested float ``fma`` s."""
+    expr = f"{terms[-1]!r}f"
+    for term in reversed(terms[:-1]):
+        expr = f"fma({expr}, {var}, {term!r}f)"
+    return expr
+
+
 def _hypot(unit: Unit) -> str:
     return """float @NAME@(float x, float y) {
     const double a = (double)x, b = (double)y;
@@ -347,7 +404,8 @@ def _hypot(unit: Unit) -> str:
 
 
 _BUILDERS = {"sin": _sin, "cos": _cos, "sincos": _sincos_pair, "log": _log, "log1p": _log1p,
-             "expm1": _expm1, "tanh": _tanh, "erf": _erf, "pow": _pow, "hypot": _hypot}
+             "expm1": _expm1, "tanh": _tanh, "erf": _erf, "pow": _pow, "hypot": _hypot,
+             "exp": _exp, "logistic": _logistic}
 
 
 def float_fn(unit: Unit, fn: str) -> str:

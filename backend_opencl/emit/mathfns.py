@@ -63,7 +63,7 @@ def _real(fn: str, t: ScalarType, args: list[str]) -> str:
     b = args[1] if len(args) > 1 else ""
     special = {
         "sign": lambda: f"({a} > 0 ? {_lit(1.0, t)} : ({a} < 0 ? {_lit(-1.0, t)} : {a}))",
-        "logistic": lambda: f"({_lit(1.0, t)} / ({_lit(1.0, t)} + exp(-{a})))",
+        "logistic": lambda: _logistic(t, a),
         "isfinite": lambda: f"(isfinite({a}) != 0)",
         "real": lambda: a,
         "imag": lambda: _lit(0.0, t),
@@ -75,6 +75,13 @@ def _real(fn: str, t: ScalarType, args: list[str]) -> str:
     if fn == "nextafter" and t.is_half:
         return f"tlc_nextafter_{t.name}({a}, {b})"
     return f"{_BUILTIN[fn]}({', '.join(args)})"
+
+
+def _logistic(t: ScalarType, a: str) -> str:
+    """``1 / (1 + e^-x)``, or ``e^x / (1 + e^x)`` for negative ``x``: the exponential never
+    overflows (``1 / (1 + e^-x)`` is 0 where the result is still subnormal)."""
+    one, e = _lit(1.0, t), f"exp(-fabs({a}))"
+    return f"(({a} >= 0 ? {one} : {e}) / ({one} + {e}))"
 
 
 def _integer(em: KernelEmitter, fn: str, t: ScalarType, args: list[str]) -> str:

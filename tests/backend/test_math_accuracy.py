@@ -20,11 +20,18 @@ RNG = np.random.default_rng(23)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + e^-x)`` in extended precision (float64's own would be ~2 ulp off)."""
+    wide = np.asarray(x, np.longdouble)
+    return (1 / (1 + np.exp(-wide))).astype(np.float64)
+
 # StableHLO op -> (float64 reference, ulp bound with the inline helpers, OpenCL full profile)
 UNARY = {
     "sine": (np.sin, 1.0, 4.0), "cosine": (np.cos, 1.0, 4.0), "log": (np.log, 1.0, 3.0),
     "log_plus_one": (np.log1p, 1.0, 2.0), "exponential_minus_one": (np.expm1, 1.0, 3.0),
-    "tanh": (np.tanh, 1.0, 5.0), "erf": (_erf, 1.0, 16.0), "exponential": (np.exp, 1.0, 3.0),
+    "tanh": (np.tanh, 1.0, 5.0), "erf": (_erf, 1.0, 16.0), "exponential": (np.exp, 0.8, 3.0),
+    "logistic": (_logistic, 2.5, 5.0),
 }
 F64_ULPS = 2.0
 """f64 uses the builtins (unchanged; ``erf`` the helper of emit/erffns.py, 1.8 ulp from
@@ -115,7 +122,8 @@ def test_f64_unary_keeps_builtin_accuracy(op: str) -> None:
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16"])
-@pytest.mark.parametrize("op", ["sine", "cosine", "tanh", "erf", "log"])
+@pytest.mark.parametrize("op", ["sine", "cosine", "tanh", "erf", "log", "exponential",
+                                "logistic"])
 def test_half_types_round_a_float_result(op: str, t: str) -> None:
     dtype = np.float16 if t == "f16" else ml_dtypes.bfloat16
     x = np.concatenate([RNG.uniform(-8, 8, 3000), RNG.standard_normal(1000) * 1e3,
