@@ -67,13 +67,16 @@ def child_environment(ranks: int = 1) -> dict[str, str]:
     """This environment without the variables of an enclosing MPI job (a nested launch
     would join it), with Open MPI allowed to run as root and, for ``ranks`` local ranks,
     PoCL's CPU driver given a share of the cores each (unless POCL_CPU_MAX_CU_COUNT is
-    set): ranks that each start a thread per core fight over the cores."""
+    set): ranks that each start a thread per core fight over the cores.  Their workers
+    stay unpinned (unless POCL_AFFINITY is set): PoCL pins worker ``i`` to CPU ``i`` in
+    every process, so ranks of one worker each would all run on CPU 0."""
     env = {k: v for k, v in os.environ.items()
            if k not in MPI_ENV and not k.startswith(("PMI_", "PMIX_", "OMPI_", "HYDRA_"))}
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     if ranks > 1:
         env.setdefault("POCL_CPU_MAX_CU_COUNT", str(max(1, (os.cpu_count() or 1) // ranks)))
+        env.setdefault("POCL_AFFINITY", "0")
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     return env

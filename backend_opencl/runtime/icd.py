@@ -133,8 +133,8 @@ def _read_folder(folder: Path, bundled: bool) -> list[Icd]:
 
 
 AFFINITY_ENV = "POCL_AFFINITY"
-"""PoCL's switch (read when its CPU device starts) pinning its worker thread ``i`` to
-CPU ``i``."""
+"""PoCL's switch (read when its CPU device starts: at the first device query on PoCL 3.1)
+pinning its worker thread ``i`` to CPU ``i``."""
 
 
 def pin_pocl_workers(env: MutableMapping[str, str] | None = None,
@@ -160,7 +160,9 @@ def prepare_loader(want_pypi: bool) -> tuple[LoaderPlan, dict[str, str | None]]:
     """Set the loader's variables for this process; returns the plan and the old values.
 
     Call it after ``import pyopencl`` (which sets ``PYOPENCL_HOME``) and before the first
-    platform query; pass the old values to :func:`restore_env` after that query.
+    platform query; pass the old values to :func:`restore_env` after that query and the
+    platforms' device queries (Debian's PoCL 3.1 starts its CPU device, whose worker
+    threads read ``POCL_AFFINITY``, at the device query).
     """
     system, bundled = system_icds(), bundled_icds()
     old = {k: os.environ.get(k) for k in ("OCL_ICD_VENDORS", "PYOPENCL_HOME", AFFINITY_ENV)}

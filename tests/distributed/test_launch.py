@@ -35,10 +35,12 @@ def test_spawned_ranks_leave_the_enclosing_mpi_job(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("PMI_RANK", "3")
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "8")
     monkeypatch.delenv("POCL_CPU_MAX_CU_COUNT", raising=False)
+    monkeypatch.delenv("POCL_AFFINITY", raising=False)
     env = launch.child_environment(ranks=2)
     assert "PMI_RANK" not in env and "OMPI_COMM_WORLD_SIZE" not in env
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert int(env["POCL_CPU_MAX_CU_COUNT"]) >= 1
+    assert env["POCL_AFFINITY"] == "0"  # every rank's worker 0 would be pinned to CPU 0
 
 
 def test_tlc_mpiexec_names_the_launcher(tmp_path: Path,

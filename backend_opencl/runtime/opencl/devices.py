@@ -197,6 +197,8 @@ def _open_platforms(want_pypi: bool) -> tuple[ModuleType, list[cl.Platform], icd
     _STATE.plan = plan
     try:
         platforms = list(cl.get_platforms())
+        for platform in platforms:  # PoCL 3.1 starts its CPU device, whose worker threads
+            _platform_devices(cl, platform)  # read POCL_AFFINITY, at the device query
     except cl.Error:
         platforms = []
     finally:
