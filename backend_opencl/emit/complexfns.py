@@ -153,12 +153,13 @@ _INNER = ("TANH", "SQRT", "EXP", "LOG")
 """Helpers the composed templates call, by their placeholder."""
 
 
-def complex_exp_with(unit: Unit, t: ScalarType, sincos: str) -> str:
-    """Complex ``exp`` taking ``(sin y, cos y)`` from the helper ``sincos``, with selects
-    instead of an early return (a loop calling it stays vectorisable)."""
+def complex_exp_with(unit: Unit, t: ScalarType, sincos: str, exp: str = "exp") -> str:
+    """Complex ``exp`` taking ``(sin y, cos y)`` from the helper ``sincos`` and ``e^x``
+    from ``exp``, with selects instead of an early return (a loop calling it stays
+    vectorisable)."""
     unit.need(f"complex:{t.name}")
     text = ("__attribute__((always_inline)) C @NAME@(C z) {\n"
-            f"    const R e = exp(z.x);\n    const {'float2' if t.name == 'c32' else 'double2'}"
+            f"    const R e = {exp}(z.x);\n    const {'float2' if t.name == 'c32' else 'double2'}"
             f" sc = {sincos}(z.y);\n"
             "    const R re = z.y == 0 ? e : e * sc.y;\n"
             "    const R im = z.y == 0 ? z.y : e * sc.x;\n"

@@ -130,7 +130,8 @@ def _complex_inline(em: KernelEmitter, fn: str, t: ScalarType, a: str) -> str:
     """c32 ``abs`` and ``exp`` through the vectorisable float helpers."""
     if fn == "abs":
         return f"{float_fn(em.unit, 'hypot')}({a}.x, {a}.y)"
-    return f"{complex_exp_with(em.unit, t, float_fn(em.unit, 'sincos'))}({a})"
+    helpers = float_fn(em.unit, "sincos"), float_fn(em.unit, "exp")
+    return f"{complex_exp_with(em.unit, t, *helpers)}({a})"
 
 
 @handler("select")
