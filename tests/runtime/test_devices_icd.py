@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,34 @@ def test_pinning_is_for_pocls_start_only() -> None:
     _, old = icd.prepare_loader(False)
     icd.restore_env(old)
     assert os.environ.get("POCL_AFFINITY") == before
+
+
+def test_batch_policy_only_where_tlc_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POCL_AFFINITY", "1")
+    assert icd.pinned_by_tlc({"POCL_AFFINITY": None})
+    assert not icd.pinned_by_tlc({"POCL_AFFINITY": "1"})  # the user's own setting
+    monkeypatch.setenv("POCL_AFFINITY", "0")
+    assert not icd.pinned_by_tlc({"POCL_AFFINITY": None})
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH") or not os.path.isdir("/proc/self/task"),
+                    reason="Linux scheduling policies")
+def test_threads_started_since_get_the_batch_policy() -> None:
+    before = icd.thread_ids()
+    started, stop = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        started.set()
+        stop.wait()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started.wait()
+    try:
+        assert icd.batch_workers(before) >= 1
+        assert thread.native_id is not None
+        assert os.sched_getscheduler(thread.native_id) == os.SCHED_BATCH
+        assert os.sched_getscheduler(threading.get_native_id()) != os.SCHED_BATCH
+    finally:
+        stop.set()
+        thread.join()

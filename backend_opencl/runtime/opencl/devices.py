@@ -193,12 +193,15 @@ def _open_platforms(want_pypi: bool) -> tuple[ModuleType, list[cl.Platform], icd
     except ImportError as err:
         raise DeviceError(f"error: cannot load OpenCL (pyopencl): {err}") from None
     stress.install(cl)  # TLC_STRESS: tests run every command late
+    before = icd.thread_ids()
     plan, old = icd.prepare_loader(want_pypi)
     _STATE.plan = plan
     try:
         platforms = list(cl.get_platforms())
         for platform in platforms:  # PoCL 3.1 starts its CPU device, whose worker threads
             _platform_devices(cl, platform)  # read POCL_AFFINITY, at the device query
+        if icd.pinned_by_tlc(old):
+            icd.batch_workers(before)
     except cl.Error:
         platforms = []
     finally:
