@@ -387,7 +387,9 @@ def _logistic(unit: Unit) -> str:
 
 
 def _float_horner(var: str, terms: tuple[float, ...]) -> str:
-    """``sum terms[i] var^i`` (lowest power first) as nested float ``fma`` s."""
+    """``sum terms[i] var^i`` (lowest power first) as nested float ``fma`` s: one chain,
+    not :func:`_horner`'s two in ``var^2`` (``exp`` through those: 0.80 instead of 0.78
+    ulp over every float, 0.73 instead of 0.69 where the result is normal)."""
     expr = f"{terms[-1]!r}f"
     for term in reversed(terms[:-1]):
         expr = f"fma({expr}, {var}, {term!r}f)"
