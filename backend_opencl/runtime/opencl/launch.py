@@ -10,23 +10,75 @@ starved) when the recent waits of the same call site were short, for at most
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import pyopencl as cl
 from pyopencl.typing import KernelArg
 
+from backend_opencl.memo import Memo
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, memory
 from backend_opencl.runtime.opencl.buffers import BufferMemory
 
 
 def get_kernel(program: cl.Program, name: str) -> cl.Kernel:
-    """The kernel ``name`` of a built program."""
+    """A new kernel object for kernel ``name`` of a built program."""
     return cl.Kernel(program, name)
+
+
+INVOKERS_KEPT = 4096
+"""The most pyopencl kernel invokers a process keeps in memory."""
+
+
+def _remember_invokers() -> None:
+    """Keep pyopencl's kernel invokers in memory.
+
+    Each new ``pyopencl.Kernel`` gets the Python functions behind ``Kernel.__call__``
+    and ``set_args`` from ``pyopencl.invoker.generate_enqueue_and_set_args``. That reads
+    them from pyopencl's on-disk cache every time (its in-memory cache is off): an
+    sqlite query and an unpickled module, ~0.1 ms a kernel object. tlc never calls
+    them, but it makes a kernel object for each launch of each frame: MobileNetV2's
+    first call made 57 (6 ms).  The functions take the kernel as an argument and
+    depend only on pyopencl's own key, so the same ones serve every kernel object of
+    that key; the key's devices only decide a warning, given on the first."""
+    import pyopencl.invoker as invoker
+
+    generate = invoker.generate_enqueue_and_set_args
+    if getattr(generate, "tlc_remembered", False):
+        return
+    kept: Memo[tuple[object, ...], tuple[object, object]] = Memo(INVOKERS_KEPT)
+
+    def remembered(function_name: str, num_passed_args: int, num_cl_args: int,
+                   arg_types: object, work_around_arg_count_bug: bool,
+                   warn_about_arg_count_bug: bool, devs: object) -> tuple[object, object]:
+        key = (function_name, num_passed_args, num_cl_args, arg_types,
+               work_around_arg_count_bug, warn_about_arg_count_bug)
+        try:
+            found = kept.get(key)
+        except TypeError:  # unhashable argument types: pyopencl's own way
+            found = None
+        if found is None:
+            found = cast("tuple[object, object]", generate(
+                function_name, num_passed_args, num_cl_args, arg_types,
+                work_around_arg_count_bug=work_around_arg_count_bug,
+                warn_about_arg_count_bug=warn_about_arg_count_bug, devs=devs))
+            with contextlib.suppress(TypeError):
+                kept[key] = found
+        return found
+
+    functools.update_wrapper(remembered, generate)  # __wrapped__: pyopencl's own
+    setattr(remembered, "tlc_remembered", True)  # noqa: B010 -- a mark on a function
+    invoker.generate_enqueue_and_set_args = remembered
+
+
+_remember_invokers()
 
 
 def launch(queue: cl.CommandQueue, kernel: cl.Kernel, args: Sequence[KernelArg], num_groups: int,
