@@ -235,27 +235,56 @@ def safe_loads(data: bytes, extra: frozenset[tuple[str, str]] = frozenset()) -> 
     return SafeUnpickler(io.BytesIO(data), extra).load()
 
 
-def read_pickle(path: Path, tag: str) -> object | None:
+def read_pickle(path: Path, tag: str,
+                on_head: Callable[[object], None] | None = None) -> object | None:
     """The payload :func:`write_pickle` stored at ``path`` under ``tag`` (a hit: marked
-    used), or None (a miss): absent, truncated, corrupt, foreign, or of another tag."""
+    used), or None (a miss): absent, truncated, corrupt, foreign, or of another tag.
+
+    ``on_head`` is called with the entry's head as soon as it is read, before the
+    payload is unpickled, so that the caller can start work on it (the head may come
+    from an entry that turns out to be a miss)."""
     try:
-        stored = safe_loads(path.read_bytes())
+        stream = io.BytesIO(path.read_bytes())
+        found, head = _tagged(SafeUnpickler(stream).load())
+        if found == tag:
+            if on_head is not None:
+                on_head(head)
+            payload = SafeUnpickler(stream).load()  # its own memo, as it was pickled
     except Exception:  # any bytes may sit there: whatever fails to load is a miss
-        stored = None
-    if not (isinstance(stored, tuple) and len(stored) == 2 and isinstance(stored[0], str)
-            and stored[0] == tag):
+        found = None
+    if found != tag:
         STATS[path.parent.name, "misses"] += 1
         return None
     touch(path)
     STATS[path.parent.name, "hits"] += 1
-    return stored[1]
+    return payload
 
 
-def write_pickle(path: Path, tag: str, payload: object) -> None:
+def _tagged(first: object) -> tuple[str | None, object]:
+    """(tag, head) of an entry's first pickle; (None, None) when it is not one."""
+    if isinstance(first, tuple) and len(first) == 2 and isinstance(first[0], str):
+        return first[0], first[1]
+    return None, None
+
+
+def write_pickle(path: Path, tag: str, payload: object, head: object = None) -> None:
     """Store ``payload`` under ``tag`` at ``path`` (atomically), then keep the cache under
-    its cap; a failed write is ignored (the cache is an optimisation)."""
-    if write_atomic(path, pickle.dumps((tag, payload), protocol=pickle.HIGHEST_PROTOCOL)):
+    its cap; a failed write is ignored (the cache is an optimisation).  The entry is two
+    pickles, ``(tag, head)`` and ``payload``: :func:`read_pickle` hands ``head`` over
+    before it unpickles the payload."""
+    data = b"".join(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+                    for part in ((tag, head), payload))
+    if write_atomic(path, data):
         stored(path.parent.name)
+
+
+def read_parts(data: bytes) -> list[object]:
+    """Every pickle in ``data`` in turn, by :class:`SafeUnpickler` (an entry's
+    ``(tag, head)`` and payload; for tests and tools); raises on anything else."""
+    stream, parts = io.BytesIO(data), []
+    while stream.tell() < len(data):
+        parts.append(SafeUnpickler(stream).load())
+    return parts
 
 
 def stored(kind: str) -> None:

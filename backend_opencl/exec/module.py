@@ -139,18 +139,20 @@ class Module(KernelTable):
 
     def __init__(self, emitted: EmittedProgram | StoredProgram, program: Program | None,
                  runtime: KernelRuntime, written: dict[str, frozenset[int]] | None = None,
-                 checks: dict[str, tuple[LaunchCheck, ...]] | None = None) -> None:
+                 checks: dict[str, tuple[LaunchCheck, ...]] | None = None,
+                 built: Built | None = None) -> None:
         """``emitted``: an ``EmittedProgram`` (then ``program`` gives the written
         arguments) or a ``StoredProgram`` from a disk cache with ``written``;
-        ``checks``: each kernel's launch checks (None: those ``emitted`` keeps)."""
+        ``checks``: each kernel's launch checks (None: those ``emitted`` keeps);
+        ``built``: ``emitted``'s source already built on ``runtime`` (None: built here)."""
         self.source = emitted.source
         self.runtime = runtime
         self.device = runtime.device
         names = tuple(info.c_name for info in emitted.kernels.values())
-        self.built: Built = runtime.build(emitted.source, names)
+        self.built: Built = built if built is not None else runtime.build(emitted.source, names)
         written = written_by_kernel(emitted, program, written)
         self.kernels = {
-            name: Kernel(info, self.built.kernel(info.c_name), runtime, written[name],
+            name: Kernel(info, self.built, runtime, written[name],
                          checks.get(name, ()) if checks is not None
                          else getattr(info, "checks", ()))
             for name, info in emitted.kernels.items()
@@ -160,20 +162,31 @@ class Module(KernelTable):
 class Kernel:
     """One callable kernel: ``kernel(*args, num_groups=n)``."""
 
-    def __init__(self, info: KernelInfo | StoredKernel, handle: object, runtime: KernelRuntime,
+    def __init__(self, info: KernelInfo | StoredKernel, built: Built, runtime: KernelRuntime,
                  written: frozenset[int], checks: tuple[LaunchCheck, ...] = ()) -> None:
+        """``built``: the module's built program, which has this kernel."""
         self.info = info
         self.name = info.name
         self.runtime = runtime
         self.device = runtime.device
-        self.handle = handle
-        """The runtime's kernel object (:meth:`KernelRuntime.launch` takes it)."""
+        self._built = built
+        self._handle: object = None
         self.written = written
         self.checks = checks
         """The launch checks (``tensorlang.schedule.contracts.LaunchCheck``) run before a launch."""
         self._records: list[object] = []  # zeroed bounds-guard records, one per launch in flight
         self._max_groups = runtime.max_groups(info.plan.work_group_size)
         self._lock = threading.Lock()
+
+    @property
+    def handle(self) -> object:
+        """The runtime's kernel object (:meth:`KernelRuntime.launch` takes it), made at
+        first use: a plan's launches make their own, and each costs ~0.15 ms in pyopencl."""
+        if self._handle is None:
+            with self._lock:
+                if self._handle is None:
+                    self._handle = self._built.kernel(self.info.c_name)
+        return self._handle
 
     def __call__(self, *args: object, num_groups: int | None = None) -> None:
         """Check the arguments, run ``num_groups`` work-groups (omitted: as many as the

@@ -88,8 +88,9 @@ def whole_lowered_program(path: Path) -> bool:
     ``compiler._load_stored``: another process may have hashed other sources.)"""
     from tensorlang.plan import Plan
 
-    tag, payload = diskcache.safe_loads(path.read_bytes())
-    return isinstance(tag, str) and len(payload) == 6 and isinstance(payload[0], Plan)
+    (tag, head), payload = diskcache.read_parts(path.read_bytes())
+    return isinstance(tag, str) and len(payload) == 6 and isinstance(payload[0], Plan) \
+        and head == (payload[1].source, tuple(k.c_name for k in payload[1].kernels.values()))
 
 
 # Layout, private folders, TLC_CACHE_DIR=off.
@@ -251,9 +252,26 @@ def test_cache_command(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 # Damaged, foreign and planted files: misses, replaced, never run.
 
+def _payload(good: bytes) -> object:
+    return diskcache.read_parts(good)[1]
+
+
 def _untagged(good: bytes) -> bytes:
     """The form of an older tlc: the bare payload, no tag."""
-    return pickle.dumps(diskcache.safe_loads(good)[1])
+    return pickle.dumps(_payload(good))
+
+
+def _one_pickle(good: bytes) -> bytes:
+    """The form of the tlc before heads: one pickle of (tag, payload)."""
+    (tag, _), payload = diskcache.read_parts(good)
+    return pickle.dumps((tag, payload))
+
+
+def _head_of_another(good: bytes) -> bytes:
+    """The entry with the head of another program: the payload's source is built."""
+    (tag, (source, names)), payload = diskcache.read_parts(good)
+    head = (source + "\nkernel void another_program(global int* a) { a[0] = 1; }\n", names)
+    return pickle.dumps((tag, head)) + pickle.dumps(payload)
 
 
 DAMAGES: dict[str, Callable[[bytes], bytes]] = {
@@ -262,7 +280,10 @@ DAMAGES: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda good: good[: len(good) // 2],
     "a pickle of something else": lambda good: pickle.dumps({"not": "tlc"}),
     "an older tlc's form": _untagged,
-    "another tlc's tag": lambda good: pickle.dumps(("0" * 64, diskcache.safe_loads(good)[1])),
+    "another tlc's tag": lambda good: pickle.dumps(("0" * 64, None)) + pickle.dumps(
+        _payload(good)),
+    "one pickle": _one_pickle,
+    "no payload": lambda good: pickle.dumps(diskcache.read_parts(good)[0]),
 }
 
 
@@ -277,6 +298,41 @@ def test_damaged_lowered_program_is_a_miss_and_replaced(
     assert compiler._load_stored(path) is not None
     _run_small(monkeypatch, seed=2)
     assert diskcache.STATS[LOWERED, "hits"] == 2  # _load_stored above, then the compile
+
+
+def test_a_hit_builds_the_source_before_the_rest_is_unpickled(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry's head, OpenCL source and kernel names, goes to the driver before the
+    payload is unpickled (a cached PoCL build still takes ~20-40 ms, in a thread)."""
+    _run_small(monkeypatch)
+    events: list[str] = []
+    find_class = diskcache.SafeUnpickler.find_class
+
+    def recording(self: diskcache.SafeUnpickler, module: str, name: str) -> object:
+        events.append("unpickle")
+        return find_class(self, module, name)
+
+    start = compiler.EarlyBuild.start
+    monkeypatch.setattr(diskcache.SafeUnpickler, "find_class", recording)
+    monkeypatch.setattr(compiler.EarlyBuild, "start",
+                        lambda self, head: (events.append("build"), start(self, head)))
+    _run_small(monkeypatch, seed=1)
+    assert diskcache.STATS[LOWERED, "hits"] == 1
+    assert events[0] == "build" and events.count("build") == 1 and "unpickle" in events
+
+
+def test_a_head_of_another_program_builds_the_stored_one(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A head whose source is not the payload's (never written so) is built and ignored:
+    the module builds its own source."""
+    _run_small(monkeypatch)
+    (path,) = _lowered_files(cache)
+    path.write_bytes(_head_of_another(path.read_bytes()))
+    builds, hits = build.STATS.builds, build.STATS.memory_hits
+    _run_small(monkeypatch, seed=1)
+    assert diskcache.STATS[LOWERED, "hits"] == 1
+    assert build.STATS.builds == builds + 1  # the head's
+    assert build.STATS.memory_hits == hits + 1  # the payload's, built by the first compile
 
 
 class _Call:
@@ -545,7 +601,9 @@ def _globals(data: bytes) -> set[tuple[str, str]]:
             found.add((module, name))
             return super().find_class(module, name)
 
-    Recording(io.BytesIO(data)).load()
+    stream = io.BytesIO(data)
+    while stream.tell() < len(data):  # an entry is two pickles: (tag, head), payload
+        Recording(stream).load()
     return found
 
 
@@ -593,7 +651,8 @@ def test_the_source_hash_covers_every_library_module(monkeypatch: pytest.MonkeyP
     assert Path(compiler.__file__).resolve() in files
     before = compiler._source_hash()
     monkeypatch.setattr(compiler, "_SOURCE_HASH", [])
-    monkeypatch.setattr(compiler, "source_files", lambda: sorted(files)[1:])
+    every = compiler._relative_sources
+    monkeypatch.setattr(compiler, "_relative_sources", lambda root: every(root)[1:])
     assert compiler._source_hash() != before
 
 
