@@ -76,10 +76,28 @@ def test_slots_are_shared_only_between_disjoint_lifetimes() -> None:
     layout = frames.Layout(plan, dynamic=frozenset({0}), constants=frozenset())
     assert layout.ok
     s = layout.slot_of
-    assert s[1] == s[3] != s[2] and s[0] == s[2]  # reused after Free, same dtype and size
-    assert s[5] not in (s[0], s[1], s[2], s[3], s[4])  # another size: a slot of its own
-    assert s[4] != s[3] and s[4] == s[2]  # a copy's source and target live at once
+    assert s[0] == s[2] == s[4] and s[1] == s[5]  # reused after Free; 5 is smaller than 1
+    assert s[3] not in (s[0], s[1])  # 2 and 5 are live when 3 is written
+    assert s[4] != s[3]  # a copy's source and target live at once
+    assert layout.slot_bytes == [32, 32, 32]
     assert layout.eager == tuple(sorted(set(s.values())))
+
+
+def test_a_freed_slot_takes_the_best_fitting_buffer_of_any_dtype() -> None:
+    """The smallest free slot that holds a buffer is reused; when none does, the largest
+    grows (a new slot would take more memory than growing it)."""
+    sizes = {0: ("f32", 4), 1: ("f32", 64), 2: ("f32", 16), 3: ("i8", 40), 4: ("f64", 64),
+             5: ("f32", 1)}
+    plan = Plan(buffers=tuple(Buffer(b, t, (n,)) for b, (t, n) in sizes.items()),
+                params=(5,), results=(4,), steps=(
+        Launch("k", (5, 0, 1, 2), 1), Free((0, 1, 2)),  # frees slots of 16, 256, 64 bytes
+        Launch("k", (5, 3), 1),  # 40 bytes: the 64-byte slot
+        Launch("k", (3, 4), 1)))  # 512 bytes: the 256-byte slot, grown
+    layout = frames.Layout(plan, dynamic=frozenset({5}), constants=frozenset())
+    s = layout.slot_of
+    assert s[3] == s[2] and s[4] == s[1]
+    assert layout.slot_bytes[s[4]] == 512 and layout.slot_bytes[s[3]] == 64
+    assert len(layout.slot_bytes) == 4
 
 
 def test_a_buffer_used_after_its_free_turns_frames_off() -> None:
@@ -100,6 +118,49 @@ def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
     _check(a, args)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+MIXED = """func.func public @main(%x: tensor<64x32xf32>, %w: tensor<32x8xf32>,
+                            %v: tensor<8x128xf32>) -> (tensor<64x128xf64>, tensor<8xf32>) {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+       : (tensor<64x32xf32>, tensor<32x8xf32>) -> tensor<64x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<64x8xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %2 = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [0]
+       : (tensor<64x8xf32>, tensor<f32>) -> tensor<8xf32>
+  %3 = stablehlo.dot_general %1, %v, contracting_dims = [1] x [0]
+       : (tensor<64x8xf32>, tensor<8x128xf32>) -> tensor<64x128xf32>
+  %4 = stablehlo.convert %3 : (tensor<64x128xf32>) -> tensor<64x128xf64>
+  %5 = stablehlo.exponential %4 : tensor<64x128xf64>
+  %6 = stablehlo.dot_general %5, %5, contracting_dims = [1] x [1]
+       : (tensor<64x128xf64>, tensor<64x128xf64>) -> tensor<64x64xf64>
+  %7 = stablehlo.dot_general %6, %5, contracting_dims = [1] x [0]
+       : (tensor<64x64xf64>, tensor<64x128xf64>) -> tensor<64x128xf64>
+  return %7, %2 : tensor<64x128xf64>, tensor<8xf32>
+}"""
+
+
+def test_buffers_of_other_dtypes_share_a_slot(monkeypatch) -> None:
+    """A slot freed by an f32 buffer holds a later f64 one: results as numpy's and as
+    the step-by-step executor's, whose buffers are all their own."""
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    w = (RNG.standard_normal((32, 8)) / 5).astype(np.float32)
+    v = (RNG.standard_normal((8, 128)) / 5).astype(np.float32)
+    framed = _fresh(MIXED)
+    got = framed(x, w, v)
+    layout = framed._frames.layout
+    dtypes: dict[int, set[str]] = {}
+    for bid, slot in layout.slot_of.items():
+        dtypes.setdefault(slot, set()).add(framed.plan.buffers[bid].dtype)
+    assert any(len(d) > 1 for d in dtypes.values()), layout.slot_of
+    h = np.tanh(x.astype(np.float64) @ w)
+    e = np.exp(h @ v)
+    np.testing.assert_allclose(got[0], (e @ e.T) @ e, rtol=1e-5)
+    np.testing.assert_allclose(got[1], h.sum(0), rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv(executable.FRAMES_ENV, "0")
+    stepped = _fresh(MIXED)(x, w, v)
+    for a, b in zip(got, stepped, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_warm_calls_reuse_one_frame_and_make_no_kernels(monkeypatch) -> None:

@@ -117,6 +117,18 @@ PlanMemory = cl_array.Array | HostArray
 """The memory of a plan buffer on OpenCL: a flat device array, or host memory on CPUs."""
 
 
+def part(memory: PlanMemory, dtype: np.dtype, n: int) -> PlanMemory:
+    """The first ``n`` elements of ``dtype`` of byte memory ``memory`` (a frame's slot,
+    which buffers of any dtype and size share), as memory of their own: host memory
+    gets a buffer of its own over its first bytes, a device array is viewed (its buffer,
+    the slot's, starts where the part does)."""
+    nbytes = n * dtype.itemsize
+    if isinstance(memory, HostArray):
+        return HostArray.over(memory.queue.context, memory.queue,
+                              memory.host[:nbytes].view(dtype), writes=True)
+    return memory[:nbytes].view(dtype)
+
+
 def alloc(device: Device, dtype: np.dtype, n: int, poison: bool = False) -> cl_array.Array:
     """A flat device array of ``max(n, 1)`` elements: uninitialized, or all bytes 0xFF
     when ``poison`` (tests use it to catch elements a kernel forgets to write)."""

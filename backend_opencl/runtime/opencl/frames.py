@@ -2,8 +2,9 @@
 
 A plan whose launches are all of flat-buffer kernels (every program whose kernels have
 no bounds guards) is resolved once into a :class:`Layout`: each buffer gets a *slot*
-(buffers whose lifetimes do not overlap share one when their dtype and size agree, as the
-executor's pool would have them share memory), and each step becomes an enqueue whose
+of bytes (buffers whose lifetimes do not overlap share one, whatever their dtypes and
+sizes: a slot is as large as its largest buffer, and each buffer is the start of it),
+and each step becomes an enqueue whose
 kernel arguments are known. A :class:`Frame` is one set of slot arrays with kernel
 objects of its own whose arguments were set when the frame was made: a warm call takes a
 frame, binds its parameters, enqueues the prepared launches (``clEnqueueNDRangeKernel``
@@ -39,6 +40,7 @@ between threads.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import os
@@ -51,6 +53,7 @@ import pyopencl as cl
 
 from backend_opencl.exec import speculation
 from backend_opencl.exec import steps as plan_steps
+from backend_opencl.exec.arguments import NUMPY_DTYPES
 from backend_opencl.exec.runtime import InFlight
 from backend_opencl.runtime import profile
 from backend_opencl.runtime.opencl import buffers, launch
@@ -101,6 +104,9 @@ class _Runtime(Protocol):
     def pred_spin(self) -> launch.Spin:
         """How a read of a branch's predicate waits."""
 
+    def new_memory(self, exe: FramedExecutable, nbytes: int) -> buffers.PlanMemory:
+        """New memory of ``nbytes`` bytes for a slot."""
+
 
 class FramedExecutable(Protocol):
     """What frames use of an executable on OpenCL: an
@@ -124,9 +130,6 @@ class FramedExecutable(Protocol):
     def module(self) -> _Module:
         """The plan's kernels."""
 
-    def new_buffer(self, bid: int) -> buffers.PlanMemory:
-        """New memory for buffer ``bid``."""
-
     def constant(self, bid: int) -> buffers.PlanMemory:
         """The memory of constant buffer ``bid``."""
 
@@ -137,6 +140,10 @@ class FramedExecutable(Protocol):
     @property
     def storage(self) -> list[np.dtype]:
         """Each buffer's numpy dtype."""
+
+    @property
+    def poison(self) -> bool:
+        """Whether new memory is filled with 0xFF bytes (tests)."""
 
     @property
     def host_callbacks(self) -> tuple[Callable[..., object], ...]:
@@ -159,7 +166,8 @@ class Layout:
         """The decisions a call bets on, by step."""
         self._kept = {bet.pred for bet in self.bets.values()}
         self.slot_of: dict[int, int] = {}
-        self.slot_bid: list[int] = []  # a buffer of each slot (its dtype and size)
+        self.slot_bytes: list[int] = []
+        """Each slot's size in bytes: that of the largest buffer it holds."""
         self.ok = True
         """False when the plan uses a buffer after freeing it (then no frames)."""
         self._assign(set(plan.params), plan.steps, plan.results)
@@ -169,12 +177,13 @@ class Layout:
     def _assign(self, params: set[int], steps: tuple[Step, ...], results: tuple[int, ...]
                 ) -> None:
         """Give every buffer a slot, replaying the plan's lifetimes (``Free`` returns a
-        slot for reuse by a later buffer of the same dtype and size).  The branches of a
-        step are replayed one after the other (their buffers never share a slot), and a
-        ``Free`` inside a branch frees nothing (the branch may not run), nor does one in a
-        loop (the next iteration may use the buffer again)."""
+        slot for reuse by a later buffer of any dtype and size: the smallest free slot
+        that holds it, else the largest, grown).  The branches of a step are replayed one
+        after the other (their buffers never share a slot), and a ``Free`` inside a
+        branch frees nothing (the branch may not run), nor does one in a loop (the next
+        iteration may use the buffer again)."""
         live: set[int] = set()
-        free: dict[tuple[str, int], list[int]] = {}
+        free: list[tuple[int, int]] = []  # (bytes, slot), sorted
 
         def take(bid: int) -> None:
             if bid in live or bid in self.constants:
@@ -184,13 +193,14 @@ class Layout:
             if bid in self.slot_of:  # used after its Free
                 self.ok = False
                 return
-            b = self.plan.buffers[bid]
-            spare = free.get((b.dtype, b.size))
-            if spare:
-                self.slot_of[bid] = spare.pop()
+            size = self.nbytes(bid)
+            if free:
+                _, slot = free.pop(min(bisect.bisect_left(free, (size, -1)), len(free) - 1))
+                self.slot_bytes[slot] = max(self.slot_bytes[slot], size)
             else:
-                self.slot_of[bid] = len(self.slot_bid)
-                self.slot_bid.append(bid)
+                slot = len(self.slot_bytes)
+                self.slot_bytes.append(size)
+            self.slot_of[bid] = slot
             live.add(bid)
 
         def replay(steps: tuple[Step, ...], inside: bool) -> None:
@@ -222,14 +232,19 @@ class Layout:
                     for bid in step.buffers:
                         if bid in live and bid not in self._kept:
                             live.discard(bid)
-                            b = self.plan.buffers[bid]
-                            free.setdefault((b.dtype, b.size), []).append(self.slot_of[bid])
+                            slot = self.slot_of[bid]
+                            bisect.insort(free, (self.slot_bytes[slot], slot))
 
         for bid in self.plan.params:
             take(bid)
         replay(steps, False)
         for bid in results:
             take(bid)
+
+    def nbytes(self, bid: int) -> int:
+        """The bytes of buffer ``bid`` in a slot (an empty buffer takes one element)."""
+        b = self.plan.buffers[bid]
+        return max(b.size, 1) * np.dtype(NUMPY_DTYPES[b.dtype]).itemsize
 
 
 def framed(steps: tuple[Step, ...], direct: Callable[[Launch], bool]) -> bool:
@@ -260,14 +275,20 @@ class Frame(InFlight[cl.Event]):
         self.placed: list[speculation.Bet] = []
         """This call's bets."""
         self.queue = exe.device.queue if queue is None else queue
-        self.slots: list[buffers.PlanMemory | None] = [None] * len(layout.slot_bid)
+        self.slots: list[buffers.PlanMemory | None] = [None] * len(layout.slot_bytes)
+        """Each slot's memory (bytes)."""
         for slot in layout.eager:
-            self.slots[slot] = exe.new_buffer(layout.slot_bid[slot])
+            self.slots[slot] = exe.runtime.new_memory(exe, layout.slot_bytes[slot])
         self.cur: list[buffers.PlanMemory | None] = [None] * len(exe.plan.buffers)
         for bid in layout.constants:
             self.cur[bid] = exe.constant(bid)
+        self.own: list[buffers.PlanMemory | None] = [None] * len(exe.plan.buffers)
+        """Each buffer's part of its slot, of its dtype and size (a parameter's is made
+        on first need: a parameter bound in place never needs it)."""
         for bid, slot in layout.slot_of.items():
-            self.cur[bid] = self.slots[slot]
+            memory = self.slots[slot]
+            if memory is not None:
+                self.own[bid] = self.cur[bid] = self._part(bid, memory)
         self.profiling = False
         self.gated = bool(exe.runtime.pred_spin.enabled) and os.environ.get(GATE_ENV) != "0"
         """Whether enqueues wait behind a gate (CPU devices; see the module docstring)."""
@@ -397,11 +418,17 @@ class Frame(InFlight[cl.Event]):
         arr = self.cur[bid]
         if arr is None:
             slot = self.layout.slot_of[bid]
-            arr = self.slots[slot]
-            if arr is None:
-                arr = self.slots[slot] = self.exe.new_buffer(self.layout.slot_bid[slot])
-            self.cur[bid] = arr
+            memory = self.slots[slot]
+            if memory is None:
+                memory = self.slots[slot] = self.exe.runtime.new_memory(
+                    self.exe, self.layout.slot_bytes[slot])
+            arr = self.own[bid] = self.cur[bid] = self._part(bid, memory)
         return arr
+
+    def _part(self, bid: int, memory: buffers.PlanMemory) -> buffers.PlanMemory:
+        """Buffer ``bid``'s array at the start of slot ``memory``."""
+        return buffers.part(memory, self.exe.storage[bid],
+                            max(self.exe.plan.buffers[bid].size, 1))
 
     def scalar(self, bid: int) -> SupportsInt:
         """The element of one-element buffer ``bid`` once the commands before are done."""
@@ -500,10 +527,9 @@ class Frame(InFlight[cl.Event]):
 
     def reset(self) -> None:
         """Forget this call's borrowed arrays (nothing of the caller's stays alive)."""
-        slots, slot_of, cur, bound = self.slots, self.layout.slot_of, self.cur, self.bound
+        own, cur, bound = self.own, self.cur, self.bound
         for bid in self.layout.dynamic:
-            slot = slot_of.get(bid)
-            arr = slots[slot] if slot is not None else None
+            arr = own[bid]
             if cur[bid] is not arr:  # borrowed: its buffer is not kept
                 bound[bid] = None
             cur[bid] = arr

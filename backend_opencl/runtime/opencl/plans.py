@@ -205,6 +205,16 @@ class OpenCLPlans:
         return buffers.HostArray.over(self.ctx, self.queue, self._host_array(exe, bid),
                                       writes=True)
 
+    def new_memory(self, exe: FramedExecutable, nbytes: int
+                   ) -> cl_array.Array | buffers.HostArray:
+        """New memory of ``nbytes`` bytes for a frame's slot (as :meth:`new_buffer`)."""
+        if not self.align:
+            return buffers.alloc(self.device, np.dtype(np.uint8), nbytes, exe.poison)
+        host = memory.aligned_empty(nbytes, self.align)
+        if exe.poison:
+            host[...] = 0xFF
+        return buffers.HostArray.over(self.ctx, self.queue, host, writes=True)
+
     def _host_array(self, exe: Executable, bid: int, leased: bool = False) -> np.ndarray:
         """A fresh flat host array for buffer ``bid``, aligned for in-place binding
         (``leased``: from the pool of result memory, :func:`memory.leased_empty`)."""

@@ -66,9 +66,7 @@ class QuickDispatch:
         self.fresh = fresh
         self.held = held.held_queue(runtime.device)
         self.queue, self.spin = self.held.queue, runtime.spin
-        frame_bytes = sum(plan.buffers[bid].size * exe.storage[bid].itemsize
-                          for bid in layout.slot_bid)
-        self.batched = frame_bytes <= BATCHED_BYTES
+        self.batched = sum(layout.slot_bytes) <= BATCHED_BYTES
         """Whether calls are submitted in batches (else each at once)."""
         self.spare = 2 * self.held.batch if self.batched else Frames.MAX_PENDING
         self.params = tuple((bid, dtype, shape, bid in exe.written)
