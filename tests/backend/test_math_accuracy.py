@@ -35,8 +35,10 @@ UNARY = {
 }
 F64_ULPS = 2.0
 """f64 uses the builtins (unchanged; ``erf`` the helper of emit/erffns.py, 1.8 ulp from
-math.erf measured): within 1 ulp of numpy's float64 measured (numpy's own error is up to
-1 ulp)."""
+math.erf measured): on PoCL within 1 ulp of numpy's float64 measured (numpy's own error
+is up to 1 ulp).  Other drivers get the full profile's bounds (the same for double as
+for float): Intel's CPU runtime's own double ``sin`` and ``cos`` are 3 ulp off at
+arguments such as 8.13 and -0.018."""
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -3e-39, 1.0, -1.0,
            3.4e38, -3.4e38, 1e-30, 88.7, -88.7, -104.0, 4.5, -4.5, 10.0, 0.01, 1e-4]
@@ -115,10 +117,12 @@ def test_f32_pow_within_bound() -> None:
 def test_f64_unary_keeps_builtin_accuracy(op: str) -> None:
     x = np.concatenate([np.array(SPECIAL), RNG.uniform(-10, 10, 4000),
                         RNG.standard_normal(4000) * 10.0 ** RNG.uniform(-300, 300, 4000)])
-    (got,) = backend_opencl.compile_stablehlo(_unary(op, "f64", x.size))(x)
+    exe = backend_opencl.compile_stablehlo(_unary(op, "f64", x.size))
+    (got,) = exe(x)
     with np.errstate(all="ignore"):
         want = UNARY[op][0](x)
-    assert _ulp_error(got, want, np.float64) <= F64_ULPS
+    bound = F64_ULPS if exe.device.is_pocl else UNARY[op][2]
+    assert _ulp_error(got, want, np.float64) <= bound
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16"])
