@@ -1,21 +1,21 @@
 """Prepared calls of a plan: buffers assigned once, kernel arguments set once.
 
 A plan whose launches are all of flat-buffer kernels (every program whose kernels have
-no bounds guards) is resolved once into a :class:`Layout`: each buffer gets a *slot*
-of bytes (buffers whose lifetimes do not overlap share one, whatever their dtypes and
+no bounds guards) is resolved once into a :class:`Layout`: each buffer gets a *slot* of
+bytes (buffers whose lifetimes do not overlap share one, whatever their dtypes and
 sizes: a slot is as large as its largest buffer, and each buffer is the start of it),
-and each step becomes an enqueue whose
-kernel arguments are known. A :class:`Frame` is one set of slot arrays with kernel
-objects of its own whose arguments were set when the frame was made: a warm call takes a
-frame, binds its parameters, enqueues the prepared launches (``clEnqueueNDRangeKernel``
-with prebuilt tuples, nothing allocated per launch) and gives the frame back after one
-wait. A branch reads its predicate back when the queue reaches it (waiting as
-:class:`launch.Spin` does) and enqueues the prepared steps of the branch taken; a host
-loop (``While``) does the same with its condition's flag, and a host callback
-(``Callback``) reads its arguments once the commands before it have run and writes its
-results before the commands after it (:mod:`backend_opencl.exec.steps` says how both
-run; a frame is the run they are given).  Buffers used inside a loop, like those of
-branches, keep their slots until the plan frees them after it.
+and each step becomes an enqueue whose kernel arguments are known. A :class:`Frame` is
+one set of slot arrays with kernel objects of its own whose arguments were set when the
+frame was made: a warm call takes a frame, binds its parameters, enqueues the prepared
+launches (``clEnqueueNDRangeKernel`` with prebuilt tuples, nothing allocated per launch)
+and gives the frame back after one wait. A branch reads its predicate back when the
+queue reaches it (waiting as :class:`launch.Spin` does) and enqueues the prepared steps
+of the branch taken; a host loop (``While``) does the same with its condition's flag,
+and a host callback (``Callback``) reads its arguments once the commands before it have
+run and writes its results before the commands after it
+(:mod:`backend_opencl.exec.steps` says how both run; a frame is the run they are given).
+Buffers used inside a loop, like those of branches, keep their slots until the plan
+frees them after it.
 
 A call bets on the decisions :mod:`backend_opencl.exec.speculation` names (error checks
 passing, loop kernels done in one launch): it enqueues the branch bet on without reading
