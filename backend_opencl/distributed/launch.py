@@ -101,9 +101,12 @@ def run_job(job: dict[str, Any], n: int, timeout_s: float) -> list[Any]:
             proc.communicate()
             raise TlcError(f"error: {n} MPI processes did not finish within "
                            f"{timeout_s:g} s (killed)") from None
+        output = _without_abort_noise(output or "")
+        if proc.returncode != 0:
+            output += _unforwarded_errors(Path(folder), output)
         if output:  # the ranks' own messages; errors go to stderr
             stream = sys.stdout if proc.returncode == 0 else sys.stderr
-            stream.write(_without_abort_noise(output))
+            stream.write(output)
         results = []
         for rank in range(n):
             path = Path(folder) / f"out.{rank}.pickle"
@@ -112,6 +115,13 @@ def run_job(job: dict[str, Any], n: int, timeout_s: float) -> list[Any]:
                                f"{proc.returncode}); see the ranks' messages above")
             results.append(pickle.loads(path.read_bytes()))
         return results
+
+
+def _unforwarded_errors(folder: Path, output: str) -> str:
+    """The failing ranks' messages (``error.RANK.txt``, :mod:`.worker`) that the
+    launcher's output lacks: MPI_Abort may kill it before it forwards them."""
+    messages = [path.read_text() for path in sorted(folder.glob("error.*.txt"))]
+    return "".join(f"{m}\n" for m in messages if m and m not in output)
 
 
 def _without_abort_noise(output: str) -> str:

@@ -4,8 +4,8 @@ The job (``FOLDER/job.pickle``, written by :func:`launch.run_job`) holds the cas
 a module's text, the grid of function names ``programs[replica][partition]`` and the flat
 inputs (each rank takes as many as its function has arguments, in rank order) — and the
 device.  Case k runs on the first ``n_k`` ranks; the rank writes its results (None for the
-cases it sits out) to ``FOLDER/out.RANK.pickle``.  object error is printed with the
-rank's coordinates and aborts the whole job.
+cases it sits out) to ``FOLDER/out.RANK.pickle``.  An error is printed with the rank's
+coordinates, written to ``FOLDER/error.RANK.txt`` and aborts the whole job.
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ def main(folder: str) -> int:
     except BaseException as err:  # noqa: B036 -- any failure must stop every rank
         from backend_opencl.distributed import describe_failure
 
-        sys.stderr.write(describe_failure(err, transport) + "\n")
+        message = describe_failure(err, transport)
+        sys.stderr.write(message + "\n")
         sys.stderr.flush()
+        # MPI_Abort may kill the launcher before it forwards the line above: the file
+        # is what run_job reports
+        (Path(folder) / f"error.{rank}.txt").write_text(message)
         transport.abort(1)
         return 1
 

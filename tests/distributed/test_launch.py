@@ -64,3 +64,24 @@ def test_device_placeholders_pick_the_local_rank(monkeypatch: pytest.MonkeyPatch
     assert rank_device("pocl", grid) == "pocl" and rank_device(None, grid) is None
     with pytest.raises(TlcError, match="bad placeholder"):
         rank_device("{node}", grid)
+
+
+def test_a_rank_message_the_launcher_lost_is_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """MPI_Abort may kill the launcher before it forwards the failing rank's line: the
+    rank's ``error.RANK.txt`` is reported instead (a launcher that forwards nothing)."""
+    from tensorlang.diagnostics import TlcError
+
+    pytest.importorskip("mpi4py")
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\n"
+                    "for last; do :; done\n"  # the job folder is the last argument
+                    "printf 'rank 1 of 2: error: lost' > \"$last/error.1.txt\"\n"
+                    "echo 'application called MPI_Abort(MPI_COMM_WORLD, 1) - process 1'\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(launch.MPIEXEC_ENV, str(fake))
+    with pytest.raises(TlcError, match="failed"):
+        launch.run_job({"cases": []}, 2, timeout_s=60)
+    err = capsys.readouterr().err
+    assert "rank 1 of 2: error: lost" in err and "MPI_Abort" not in err
