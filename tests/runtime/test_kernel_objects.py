@@ -62,3 +62,15 @@ def test_pyopencl_calls_work_on_remembered_invokers(program: cl.Program) -> None
         cl.enqueue_copy(device.queue, out, buf)
     np.testing.assert_allclose(outs[0], 2.5 * x, rtol=1e-6)
     np.testing.assert_allclose(outs[1], -0.5 * x, rtol=1e-6)
+
+
+def test_unhashable_argument_types_go_to_pyopencl_as_they_are() -> None:
+    """Keys the memory cannot hold reach pyopencl's generator, which answers as it does
+    without tlc (here: its disk cache refuses a list)."""
+    device = get_device(None).cl_device
+    args = ("scale", 3, 3, [None, None, np.dtype(np.float32)], False, False, [device])
+    with pytest.raises(TypeError, match="persistent hash") as ours:
+        invoker.generate_enqueue_and_set_args(*args)
+    with pytest.raises(TypeError) as theirs:
+        invoker.generate_enqueue_and_set_args.__wrapped__(*args)
+    assert str(ours.value) == str(theirs.value)

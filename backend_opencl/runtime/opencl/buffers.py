@@ -117,12 +117,11 @@ PlanMemory = cl_array.Array | HostArray
 """The memory of a plan buffer on OpenCL: a flat device array, or host memory on CPUs."""
 
 
-def part(memory: PlanMemory, dtype: np.dtype, n: int) -> PlanMemory:
-    """The first ``n`` elements of ``dtype`` of byte memory ``memory`` (a frame's slot,
-    which buffers of any dtype and size share), as memory of their own: host memory
+def part(memory: PlanMemory, dtype: np.dtype, nbytes: int) -> PlanMemory:
+    """The first ``nbytes`` of byte memory ``memory`` (a frame's slot, which buffers of
+    any dtype and size share) as elements of ``dtype``, memory of their own: host memory
     gets a buffer of its own over its first bytes, a device array is viewed (its buffer,
     the slot's, starts where the part does)."""
-    nbytes = n * dtype.itemsize
     if isinstance(memory, HostArray):
         return HostArray.over(memory.queue.context, memory.queue,
                               memory.host[:nbytes].view(dtype), writes=True)

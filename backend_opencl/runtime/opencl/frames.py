@@ -427,8 +427,7 @@ class Frame(InFlight[cl.Event]):
 
     def _part(self, bid: int, memory: buffers.PlanMemory) -> buffers.PlanMemory:
         """Buffer ``bid``'s array at the start of slot ``memory``."""
-        return buffers.part(memory, self.exe.storage[bid],
-                            max(self.exe.plan.buffers[bid].size, 1))
+        return buffers.part(memory, self.exe.storage[bid], self.layout.nbytes(bid))
 
     def scalar(self, bid: int) -> SupportsInt:
         """The element of one-element buffer ``bid`` once the commands before are done."""

@@ -10,7 +10,6 @@ starved) when the recent waits of the same call site were short, for at most
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import threading
@@ -61,15 +60,15 @@ def _remember_invokers() -> None:
         key = (function_name, num_passed_args, num_cl_args, arg_types,
                work_around_arg_count_bug, warn_about_arg_count_bug)
         try:
-            found = kept.get(key)
-        except TypeError:  # unhashable argument types: pyopencl's own way
-            found = None
+            found, keep = kept.get(key), True
+        except TypeError:  # unhashable argument types: pyopencl's own way, not kept
+            found, keep = None, False
         if found is None:
             found = cast("tuple[object, object]", generate(
                 function_name, num_passed_args, num_cl_args, arg_types,
                 work_around_arg_count_bug=work_around_arg_count_bug,
                 warn_about_arg_count_bug=warn_about_arg_count_bug, devs=devs))
-            with contextlib.suppress(TypeError):
+            if keep:
                 kept[key] = found
         return found
 

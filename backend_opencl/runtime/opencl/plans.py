@@ -210,20 +210,23 @@ class OpenCLPlans:
         """New memory of ``nbytes`` bytes for a frame's slot (as :meth:`new_buffer`)."""
         if not self.align:
             return buffers.alloc(self.device, np.dtype(np.uint8), nbytes, exe.poison)
-        host = memory.aligned_empty(nbytes, self.align)
-        if exe.poison:
-            host[...] = 0xFF
-        return buffers.HostArray.over(self.ctx, self.queue, host, writes=True)
+        return buffers.HostArray.over(self.ctx, self.queue, self._host_bytes(exe, nbytes),
+                                      writes=True)
 
     def _host_array(self, exe: Executable, bid: int, leased: bool = False) -> np.ndarray:
         """A fresh flat host array for buffer ``bid``, aligned for in-place binding
         (``leased``: from the pool of result memory, :func:`memory.leased_empty`)."""
         b, dtype = exe.plan.buffer(bid), exe.storage[bid]
+        return self._host_bytes(exe, max(b.size, 1) * dtype.itemsize, leased).view(dtype)
+
+    def _host_bytes(self, exe: Executable | FramedExecutable, nbytes: int,
+                    leased: bool = False) -> np.ndarray:
+        """``nbytes`` fresh aligned host bytes, all 0xFF under ``exe.poison``."""
         empty = memory.leased_empty if leased and LEASED else memory.aligned_empty
-        host = empty(max(b.size, 1) * dtype.itemsize, self.align)
+        host = empty(nbytes, self.align)
         if exe.poison:
             host[...] = 0xFF
-        return host.view(dtype)
+        return host
 
     def upload(self, host: np.ndarray) -> cl_array.Array:
         """A device array holding ``host``."""
