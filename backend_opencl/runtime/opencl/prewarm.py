@@ -116,7 +116,9 @@ def _spec(device: Device, source: str, kernels: Sequence[KernelLaunch]) -> dict[
     return {
         "platform": [cl_device.platform.name, cl_device.platform.version],
         "device": cl_device.name,
-        "loader_env": dict(icd.LOADER_ENV),
+        # unpinned: pinned as the caller's are, the helper's compiling worker would share
+        # the caller's core and each would compile at half speed
+        "loader_env": {**icd.LOADER_ENV, icd.AFFINITY_ENV: "0"},
         "source": source,
         "kernels": [list(k) for k in kernels],
     }
@@ -130,7 +132,6 @@ def _spawn(spec: dict[str, Any]) -> Helper:
     root = str(Path(__file__).resolve().parents[3])  # where backend_opencl is imported from
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env["POCL_AFFINITY"] = "0"  # the caller's workers may be pinned to both cores
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(path)], stdin=subprocess.DEVNULL,
