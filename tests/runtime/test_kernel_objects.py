@@ -1,6 +1,6 @@
-"""Kernel objects (``launch.get_kernel``): pyopencl's invokers are kept in memory
-(``launch._remember_invokers``), and kernels called through pyopencl's own API, tlc's or
-a user's, still compute what they should."""
+"""Kernel objects (``launch.get_kernel``): pyopencl's invokers are kept in memory and
+made only when called (``launch._remember_invokers``), and kernels called through
+pyopencl's own API, tlc's or a user's, still compute what they should."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ def program() -> cl.Program:
     return cl.Program(get_device(None).context, SCALE).build()
 
 
-def test_kernel_objects_of_one_key_share_the_invokers_made_once(
+def test_invokers_are_made_once_a_key_and_only_when_called(
         program: cl.Program, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second kernel object of a name does not go to pyopencl's disk cache."""
+    """Kernel objects do not go to pyopencl's disk cache for their invokers: the first
+    call of one does, once for every kernel object of its name."""
     made: list[str] = []
     remembered = invoker.generate_enqueue_and_set_args
     assert getattr(remembered, "tlc_remembered", False)
@@ -40,8 +41,20 @@ def test_kernel_objects_of_one_key_share_the_invokers_made_once(
     monkeypatch.setattr(invoker, "generate_enqueue_and_set_args", counting)
     launch._remember_invokers()  # over the counting one: a fresh memory
     first, second = (launch.get_kernel(program, "scale") for _ in range(2))
-    assert made == ["scale"]
     assert first is not second
+    assert made == []
+    device = get_device(None)
+    x = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    x_buf = cl.Buffer(device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                      hostbuf=x)
+    out_buf = cl.Buffer(device.context, cl.mem_flags.WRITE_ONLY, x.nbytes)
+    first.set_args(out_buf, x_buf, np.float32(3.0))
+    assert made == ["scale"]
+    second(device.queue, (16,), None, out_buf, x_buf, np.float32(-2.0))
+    assert made == ["scale"]
+    out = np.full(16, np.nan, np.float32)
+    cl.enqueue_copy(device.queue, out, out_buf)
+    np.testing.assert_allclose(out, -2.0 * x, rtol=1e-6)
 
 
 def test_pyopencl_calls_work_on_remembered_invokers(program: cl.Program) -> None:

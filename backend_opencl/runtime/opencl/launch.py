@@ -36,40 +36,75 @@ INVOKERS_KEPT = 4096
 """The most pyopencl kernel invokers a process keeps in memory."""
 
 
+class _LazyInvokers:
+    """pyopencl's two invokers of one key, generated at the first call of either."""
+
+    __slots__ = ("_make", "_made")
+
+    def __init__(self, make: Callable[[], tuple[Callable[..., object], Callable[..., object]]]
+                 ) -> None:
+        self._make = make
+        self._made: tuple[Callable[..., object], Callable[..., object]] | None = None
+
+    def made(self) -> tuple[Callable[..., object], Callable[..., object]]:
+        """The generated ``(enqueue, set_args)`` (racing threads may both generate them:
+        the same functions)."""
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def pair(self) -> tuple[Callable[..., object], Callable[..., object]]:
+        """Stand-ins for ``(enqueue, set_args)`` that generate them when first called."""
+        def enqueue(*args: object, **kwargs: object) -> object:
+            return self.made()[0](*args, **kwargs)
+
+        def set_args(*args: object, **kwargs: object) -> object:
+            return self.made()[1](*args, **kwargs)
+
+        return enqueue, set_args
+
+
 def _remember_invokers() -> None:
-    """Keep pyopencl's kernel invokers in memory.
+    """Keep pyopencl's kernel invokers in memory, and generate them only when called.
 
     Each new ``pyopencl.Kernel`` gets the Python functions behind ``Kernel.__call__``
     and ``set_args`` from ``pyopencl.invoker.generate_enqueue_and_set_args``. That reads
     them from pyopencl's on-disk cache every time (its in-memory cache is off): an
-    sqlite query and an unpickled module, ~0.1 ms a kernel object. tlc never calls
-    them, but it makes a kernel object for each launch of each frame: MobileNetV2's
-    first call made 57 (6 ms).  The functions take the kernel as an argument and
-    depend only on pyopencl's own key, so the same ones serve every kernel object of
-    that key; the key's devices only decide a warning, given on the first."""
+    sqlite query and an unpickled module, ~0.1-0.25 ms a kernel object. tlc never calls
+    them (it sets arguments one by one and enqueues with ``enqueue_nd_range_kernel``),
+    but it makes a kernel object for each launch of each frame: MobileNetV2's first call
+    made 57 of 35 kernels.  So each key gets stand-ins that generate the pair at their
+    first call, and every kernel object of the key shares them: the functions take the
+    kernel as an argument and depend only on pyopencl's own key.  The key's devices
+    only decide pyopencl's warning about arguments too large for NVIDIA GPUs, checked at
+    the key's first kernel object as before."""
     import pyopencl.invoker as invoker
 
     generate = invoker.generate_enqueue_and_set_args
     if getattr(generate, "tlc_remembered", False):
         return
+    check_size = getattr(invoker, "_check_arg_size", None)
     kept: Memo[tuple[object, ...], tuple[object, object]] = Memo(INVOKERS_KEPT)
 
     def remembered(function_name: str, num_passed_args: int, num_cl_args: int,
                    arg_types: object, work_around_arg_count_bug: bool,
                    warn_about_arg_count_bug: bool, devs: object) -> tuple[object, object]:
-        key = (function_name, num_passed_args, num_cl_args, arg_types,
-               work_around_arg_count_bug, warn_about_arg_count_bug)
-        try:
-            found, keep = kept.get(key), True
-        except TypeError:  # unhashable argument types: pyopencl's own way, not kept
-            found, keep = None, False
-        if found is None:
-            found = cast("tuple[object, object]", generate(
+        def make() -> tuple[Callable[..., object], Callable[..., object]]:
+            return cast("tuple[Callable[..., object], Callable[..., object]]", generate(
                 function_name, num_passed_args, num_cl_args, arg_types,
                 work_around_arg_count_bug=work_around_arg_count_bug,
                 warn_about_arg_count_bug=warn_about_arg_count_bug, devs=devs))
-            if keep:
-                kept[key] = found
+
+        key = (function_name, num_passed_args, num_cl_args, arg_types,
+               work_around_arg_count_bug, warn_about_arg_count_bug)
+        try:
+            found = kept.get(key)
+        except TypeError:  # unhashable argument types: pyopencl's own way, not kept
+            return make()
+        if found is None:
+            if check_size is not None:
+                check_size(function_name, num_cl_args, arg_types, devs)
+            found = kept[key] = _LazyInvokers(make).pair()
         return found
 
     functools.update_wrapper(remembered, generate)  # __wrapped__: pyopencl's own
