@@ -36,32 +36,36 @@ INVOKERS_KEPT = 4096
 """The most pyopencl kernel invokers a process keeps in memory."""
 
 
+Invokers = tuple[Callable[..., object], Callable[..., object]]
+"""pyopencl's ``(enqueue, set_args)`` of a kernel object."""
+
+
 class _LazyInvokers:
     """pyopencl's two invokers of one key, generated at the first call of either."""
 
-    __slots__ = ("_make", "_made")
+    __slots__ = ("_make", "_made", "_stand_ins")
 
-    def __init__(self, make: Callable[[], tuple[Callable[..., object], Callable[..., object]]]
-                 ) -> None:
+    def __init__(self, make: Callable[[], Invokers]) -> None:
         self._make = make
-        self._made: tuple[Callable[..., object], Callable[..., object]] | None = None
+        self._made: Invokers | None = None
+        self._stand_ins: Invokers = (self._enqueue, self._set_args)
 
-    def made(self) -> tuple[Callable[..., object], Callable[..., object]]:
+    def made(self) -> Invokers:
         """The generated ``(enqueue, set_args)`` (racing threads may both generate them:
         the same functions)."""
         if self._made is None:
             self._made = self._make()
         return self._made
 
-    def pair(self) -> tuple[Callable[..., object], Callable[..., object]]:
-        """Stand-ins for ``(enqueue, set_args)`` that generate them when first called."""
-        def enqueue(*args: object, **kwargs: object) -> object:
-            return self.made()[0](*args, **kwargs)
+    def current(self) -> Invokers:
+        """The generated pair once made, until then stand-ins that make it when called."""
+        return self._made or self._stand_ins
 
-        def set_args(*args: object, **kwargs: object) -> object:
-            return self.made()[1](*args, **kwargs)
+    def _enqueue(self, *args: object, **kwargs: object) -> object:
+        return self.made()[0](*args, **kwargs)
 
-        return enqueue, set_args
+    def _set_args(self, *args: object, **kwargs: object) -> object:
+        return self.made()[1](*args, **kwargs)
 
 
 def _remember_invokers() -> None:
@@ -74,23 +78,24 @@ def _remember_invokers() -> None:
     them (it sets arguments one by one and enqueues with ``enqueue_nd_range_kernel``),
     but it makes a kernel object for each launch of each frame: MobileNetV2's first call
     made 57 of 35 kernels.  So each key gets stand-ins that generate the pair at their
-    first call, and every kernel object of the key shares them: the functions take the
-    kernel as an argument and depend only on pyopencl's own key.  The key's devices
-    only decide pyopencl's warning about arguments too large for NVIDIA GPUs, checked at
-    the key's first kernel object as before."""
+    first call (later kernel objects of the key get the pair itself), and every kernel
+    object of the key shares them: the functions take the kernel as an argument and
+    depend only on pyopencl's own key.  The key's devices only decide pyopencl's warning
+    about arguments too large for NVIDIA GPUs, checked at the key's first kernel object
+    as before."""
     import pyopencl.invoker as invoker
 
     generate = invoker.generate_enqueue_and_set_args
     if getattr(generate, "tlc_remembered", False):
         return
     check_size = getattr(invoker, "_check_arg_size", None)
-    kept: Memo[tuple[object, ...], tuple[object, object]] = Memo(INVOKERS_KEPT)
+    kept: Memo[tuple[object, ...], _LazyInvokers] = Memo(INVOKERS_KEPT)
 
     def remembered(function_name: str, num_passed_args: int, num_cl_args: int,
                    arg_types: object, work_around_arg_count_bug: bool,
-                   warn_about_arg_count_bug: bool, devs: object) -> tuple[object, object]:
-        def make() -> tuple[Callable[..., object], Callable[..., object]]:
-            return cast("tuple[Callable[..., object], Callable[..., object]]", generate(
+                   warn_about_arg_count_bug: bool, devs: object) -> Invokers:
+        def make() -> Invokers:
+            return cast("Invokers", generate(
                 function_name, num_passed_args, num_cl_args, arg_types,
                 work_around_arg_count_bug=work_around_arg_count_bug,
                 warn_about_arg_count_bug=warn_about_arg_count_bug, devs=devs))
@@ -104,8 +109,8 @@ def _remember_invokers() -> None:
         if found is None:
             if check_size is not None:
                 check_size(function_name, num_cl_args, arg_types, devs)
-            found = kept[key] = _LazyInvokers(make).pair()
-        return found
+            found = kept[key] = _LazyInvokers(make)
+        return found.current()
 
     functools.update_wrapper(remembered, generate)  # __wrapped__: pyopencl's own
     setattr(remembered, "tlc_remembered", True)  # noqa: B010 -- a mark on a function
