@@ -195,16 +195,16 @@ def test_decorator_forms() -> None:
 def test_unsupported_op_is_located_in_the_python_source() -> None:
     """An op tlc cannot compile is reported at the Python line that made it."""
 
-    def chol(x: Any) -> Any:
-        return jnp.linalg.cholesky(x @ x.T + 3 * jnp.eye(3))
+    def eig(x: Any) -> Any:  # eigh: a LAPACK call tlc has no kernel for
+        return jnp.linalg.eigh(x @ x.T + 3 * jnp.eye(3))[0]
 
-    line = inspect.getsourcelines(chol)[1] + 1
+    line = inspect.getsourcelines(eig)[1] + 1
     with pytest.raises(tlc_jax.JaxCompileError) as info:
-        tlc_jax.jit(chol)(np.eye(3, dtype=np.float32))
+        tlc_jax.jit(eig)(np.eye(3, dtype=np.float32))
     first = info.value.first
     assert first.loc.file == __file__ and first.loc.line == line
-    assert "'stablehlo.custom_call' is not supported yet" in first.message
-    assert "jnp.linalg.cholesky" in str(info.value)  # the quoted source line
+    assert "'stablehlo.custom_call' @lapack_ssyevd_ffi is not supported yet" in first.message
+    assert "jnp.linalg.eigh" in str(info.value)  # the quoted source line
     assert "the op in the StableHLO jax produced" in str(info.value)
 
 

@@ -13,7 +13,8 @@ without them a callback is a CompileError at its line.
 An ordered ``io_callback`` (or ``jax.debug.print(..., ordered=True)``) threads a
 ``!stablehlo.token`` through the call and ``main``: tokens carry no data (the token buffer
 of :meth:`FuncLowering.token`); the function gets None for one and its returned entry is
-ignored, as XLA does.  Other custom-call targets are "not supported yet".
+ignored, as XLA does.  jax's LAPACK calls on CPU are kernels (:mod:`.lapack`); other
+custom-call targets are "not supported yet".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from frontend.ir.quant import is_quantized
 from frontend.ir.types import TensorType, TokenType
 from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.registry import kernel
+from frontend.lower.families import lapack
 from tensorlang.diagnostics import CompileError
 from tensorlang.plan import Callback, HostValue
 
@@ -36,9 +38,14 @@ the same call)."""
 
 @kernel("stablehlo.custom_call")
 def custom_call(lw: FuncLowering, op: Op) -> None:
-    """A host callback as a ``Callback`` step; any other target is not supported."""
-    if op.attr("call_target_name") not in PYTHON_CALLBACKS:
-        raise CompileError.at(op.loc, f"'{op.name}' is not supported yet")
+    """A host callback as a ``Callback`` step, one of jax's LAPACK calls as kernels
+    (:mod:`.lapack`); any other target is not supported."""
+    target = op.attr("call_target_name")
+    if isinstance(target, str) and target in lapack.LOWERINGS:
+        lapack.lower(lw, op, target)
+        return
+    if target not in PYTHON_CALLBACKS:
+        raise CompileError.at(op.loc, f"'{op.name}' @{target} is not supported yet")
     index = _index(lw, op)
     _check_layouts(op)
     args = tuple(None if isinstance(v.type, TokenType) else

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod
 
-from frontend.ir.core import Op
+from frontend.ir.core import Op, Value
 from frontend.lower.core import types
 from frontend.lower.core.builder import IndexExpr, num_groups
 from frontend.lower.core.driver import FuncLowering
@@ -27,6 +27,8 @@ from tensorlang.diagnostics import CompileError
 
 _WIDE = {"f16": "f32", "bf16": "f32"}
 """Element types computed in a wider type."""
+_REAL = {"c32": "f32", "c64": "f64"}
+"""The real type of a complex one."""
 
 Matrix = Callable[[IndexExpr, IndexExpr], str]
 
@@ -38,22 +40,30 @@ def _check_type(op: Op, t: str) -> None:
 
 @kernel("stablehlo.triangular_solve")
 def triangular_solve(lw: FuncLowering, op: Op) -> None:
-    """Copy ``b`` to the result, then substitute in place, one vector per work-item."""
+    """``stablehlo.triangular_solve`` (:func:`solve_triangular`)."""
     a, b = op.operands
+    solve_triangular(lw, op, a, b, op.result, left=bool(op.attr("left_side")),
+                     lower=bool(op.attr("lower")), unit=bool(op.attr("unit_diagonal")),
+                     trans=str(op.attr("transpose_a", "NO_TRANSPOSE")))
+
+
+def solve_triangular(lw: FuncLowering, op: Op, a: Value, b: Value, result: Value, *,
+                     left: bool, lower: bool, unit: bool, trans: str) -> None:
+    """``result`` = the solution of ``op(a) x = b`` (``left``) or ``x op(a) = b``, where
+    ``op(a)`` is ``a``'s ``lower`` (else upper) triangle, ones on its diagonal when
+    ``unit``, transposed as ``trans`` says (``NO_TRANSPOSE``, ``TRANSPOSE``,
+    ``ADJOINT``): ``b`` copied to the result, then substituted in place, one vector per
+    work-item."""
     t = types.elem(b)
     _check_type(op, t)
-    out = lw.buffer_for(op.result)
+    out = lw.buffer_for(result)
     lw.compute_into(b, out)
     shape = types.shape(b)
-    left = bool(op.attr("left_side"))
-    lower = bool(op.attr("lower"))
-    unit = bool(op.attr("unit_diagonal"))
-    trans = str(op.attr("transpose_a", "NO_TRANSPOSE"))
     batch, m, n = shape[:-2], shape[-2], shape[-1]
     size = prod(shape)
     count = prod(batch) * (n if left else m)
     if size == 0:
-        lw.bind(op.result, out)
+        lw.bind(result, out)
         return
     k_dim = m if left else n
     # op(a) is lower triangular iff (lower xor transposed); S = op(a)^T on the right.
@@ -80,7 +90,7 @@ def triangular_solve(lw: FuncLowering, op: Op) -> None:
             s: Matrix = op_a if left else (lambda i, j: op_a(j, i))
             _substitute(f, out, t, wt, size, k_dim, s, at, s_lower, unit)
     lw.launch_last(num_groups(count))
-    lw.bind(op.result, out)
+    lw.bind(result, out)
 
 
 def _substitute(f: Fused, out: int, t: str, wt: str, size: int, n: int, s: Matrix,
@@ -104,31 +114,63 @@ def _substitute(f: Fused, out: int, t: str, wt: str, size: int, n: int, s: Matri
 
 @kernel("stablehlo.cholesky")
 def cholesky(lw: FuncLowering, op: Op) -> None:
-    """Cholesky–Banachiewicz per batch element, in place in a copy of ``a``; the other
-    triangle is left as ``a`` has it (the spec leaves it implementation-defined)."""
+    """``stablehlo.cholesky`` (:func:`factor_cholesky`)."""
     (a,) = op.operands
+    factor_cholesky(lw, op, a, op.result, lower=bool(op.attr("lower", False)))
+
+
+def factor_cholesky(lw: FuncLowering, op: Op, a: Value, result: Value, *, lower: bool,
+                    info: Value | None = None) -> None:
+    """``result`` = the Cholesky factor of each matrix of ``a`` in its ``lower`` (else
+    upper) triangle: Cholesky–Banachiewicz, in place in a copy of ``a``, whose other
+    triangle is left as it is.  ``info`` (i32 per matrix), when given, gets LAPACK's
+    ``potrf`` status: 0, or the order of the first leading minor that is not positive
+    definite (a diagonal element not above zero, or NaN, before its square root)."""
     t = types.elem(a)
     _check_type(op, t)
-    out = lw.buffer_for(op.result)
+    out = lw.buffer_for(result)
     lw.compute_into(a, out)
+    status = None if info is None else lw.buffer_for(info)
     shape = types.shape(a)
     batch, n = shape[:-2], shape[-1]
     size, count = prod(shape), prod(batch)
-    if size == 0:
-        lw.bind(op.result, out)
-        return
-    lower = bool(op.attr("lower", False))
+    if count > 0 and (size > 0 or status is not None):
+        wt = _WIDE.get(t, t)
+        with lw.kernel("cholesky") as (k, f):
+            with k.elements(count) as w:
+                base = k.delinearize(w, list(batch))
+
+                def at(i: IndexExpr, j: IndexExpr) -> IndexExpr:
+                    return k.linear([*base, i, j] if lower else [*base, j, i], shape)
+
+                _cholesky(f, out, t, wt, size, n, at, conj_upper=not lower)
+                if status is not None:
+                    first = _first_failure(f, out, t, size, n, at)
+                    k.store(first, status, "i32", count, k.linear(base, list(batch)))
+        lw.launch_last(num_groups(count))
+    lw.bind(result, out)
+    if info is not None and status is not None:
+        lw.bind(info, status)
+
+
+def _first_failure(f: Fused, out: int, t: str, size: int, n: int,
+                   at: Callable[[IndexExpr, IndexExpr], IndexExpr]) -> str:
+    """1 + the first ``j`` whose computed diagonal ``L[j][j]`` (its real part) is not
+    above zero (the argument of its square root was not, or was NaN), else 0: an i32."""
+    k = f.k
     wt = _WIDE.get(t, t)
-    with lw.kernel("cholesky") as (k, f):
-        with k.elements(count) as w:
-            base = k.delinearize(w, list(batch))
-
-            def at(i: IndexExpr, j: IndexExpr) -> IndexExpr:
-                return k.linear([*base, i, j] if lower else [*base, j, i], shape)
-
-            _cholesky(f, out, t, wt, size, n, at, conj_upper=not lower)
-    lw.launch_last(num_groups(count))
-    lw.bind(op.result, out)
+    rt = _REAL.get(wt, wt)
+    zero = k.const(0, "i32")
+    with k.loop(0, n, [zero], ["i32"]) as diag:
+        j = diag.var
+        d = k.cast(k.load(out, t, size, at(j, j)), t, wt)
+        if rt != wt:
+            d = k.math("real", d, None, wt)
+        bad = k.arith("not", k.cmp("gt", d, k.const(0.0, rt), rt), None, "i1")
+        first = k.arith("and", bad, k.cmp("eq", diag.carried[0], zero, "i32"), "i1")
+        here = k.cast(k.idx(k.iadd(j, 1)), "index", "i32")
+        diag.yields = [k.select(first, here, diag.carried[0], "i32")]
+    return diag.results[0]
 
 
 def _cholesky(f: Fused, out: int, t: str, wt: str, size: int, n: int,
@@ -166,6 +208,6 @@ def _sqrt(f: Fused, x: str, wt: str, cplx: bool) -> str:
     k = f.k
     if not cplx:
         return k.math("sqrt", x, None, wt)
-    rt = {"c32": "f32", "c64": "f64"}[wt]
+    rt = _REAL[wt]
     root = k.math("sqrt", k.math("real", x, None, wt), None, rt)
     return k.emit(f"complex {root}, {k.const(0.0, rt)} : {wt}")
