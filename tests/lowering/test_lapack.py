@@ -1,7 +1,9 @@
 """jax's LAPACK custom calls (``lapack_?potrf_ffi``, ``lapack_?getrf_ffi``,
-``lapack_?trsm_ffi``) against numpy and an unblocked ``getf2`` in numpy: factors, pivots
-and status on random matrices (batched, wide, tall, complex), matrices that are not
-positive definite or are singular, and malformed calls as compile errors."""
+``lapack_?trsm_ffi``, ``lapack_?geqrf_ffi``, ``lapack_?orgqr_ffi``) against numpy (whose
+``qr(mode="raw")`` is LAPACK's ``geqrf``) and an unblocked ``getf2`` in numpy: factors,
+pivots, reflectors and status on random matrices (batched, wide, tall, complex),
+matrices that are not positive definite or are singular, and malformed calls as compile
+errors."""
 
 from __future__ import annotations
 
@@ -195,6 +197,56 @@ def test_trsm_variants(side: str, uplo: str, trans: str, diag: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
+# -- geqrf, orgqr ---------------------------------------------------------------------------
+
+
+def _geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    dtype = a.dtype.type
+    shape, batch = a.shape, a.shape[:-2]
+    text = _call(f"lapack_{_PREFIX[dtype]}geqrf_ffi", [("a", shape, _ELEM[dtype])],
+                 [(shape, _ELEM[dtype]), ((*batch, min(shape[-2:])), _ELEM[dtype])],
+                 _config())
+    return run(text, a)
+
+
+@pytest.mark.parametrize("dtype,shape", [(np.float64, (6, 4)), (np.float64, (3, 5)),
+                                         (np.float32, (2, 5, 5))])
+def test_geqrf_matches_lapack_through_numpy(dtype: type, shape: tuple[int, ...]) -> None:
+    a = _random(shape, dtype)
+    qr, tau = _geqrf(a)
+    tol = _TOL[dtype]
+    for b in np.ndindex(*shape[:-2]):
+        h, want_tau = np.linalg.qr(a[b].astype(np.float64), mode="raw")  # LAPACK's geqrf
+        np.testing.assert_allclose(qr[b], h.T, rtol=tol, atol=tol)
+        np.testing.assert_allclose(tau[b], want_tau, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype,shape", [(np.float64, (6, 4)), (np.float32, (3, 4, 4))])
+def test_orgqr_forms_q(dtype: type, shape: tuple[int, ...]) -> None:
+    a = _random(shape, dtype)
+    qr, tau = _geqrf(a)
+    e = _ELEM[dtype]
+    text = _call(f"lapack_{_PREFIX[dtype]}orgqr_ffi", [("a", shape, e), ("tau", tau.shape, e)],
+                 [(shape, e)], _config())
+    q = run(text, qr, tau)[0]
+    tol = _TOL[dtype]
+    for b in np.ndindex(*shape[:-2]):
+        want_q, want_r = np.linalg.qr(a[b].astype(np.float64))
+        np.testing.assert_allclose(q[b], want_q, rtol=tol, atol=tol)
+        np.testing.assert_allclose(q[b] @ np.triu(qr[b])[:shape[-1]], a[b], rtol=tol,
+                                   atol=10 * tol)
+
+
+def test_a_zero_column_is_left_as_it_is() -> None:
+    a = _random((5, 3), np.float64)
+    a[1:, 0] = 0.0  # nothing to zero below R[0][0]: H(0) = I
+    qr, tau = _geqrf(a)
+    assert tau[0] == 0.0 and qr[0, 0] == a[0, 0]
+    h, want_tau = np.linalg.qr(a, mode="raw")
+    np.testing.assert_allclose(qr, h.T, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(tau, want_tau, rtol=1e-10, atol=1e-10)
+
+
 # -- malformed calls ------------------------------------------------------------------------
 
 
@@ -202,14 +254,14 @@ def test_trsm_variants(side: str, uplo: str, trans: str, diag: str) -> None:
     (_call("lapack_spotrf_ffi", [("a", (4, 4), "f32")], [((4, 4), "f32")],
            _config(uplo="L")), "takes 1 operand.* and gives 2 result"),
     (_call("lapack_dpotrf_ffi", [("a", (4, 4), "f32")], [((4, 4), "f32"), ((), "i32")],
-           _config(uplo="L")), "takes and gives f64 matrices, not f32"),
+           _config(uplo="L")), r"takes a matrix of f64 \(rank 2 or more\) first"),
     (_call("lapack_spotrf_ffi", [("a", (4, 4), "f32")], [((4, 4), "f32"), ((), "i32")],
            _config()), "needs uplo as one of L, U"),
     (_call("lapack_spotrf_ffi", [("a", (3, 4), "f32")], [((3, 4), "f32"), ((), "i32")],
            _config(uplo="L")), "takes square matrices, not 3x4"),
     (_call("lapack_sgetrf_ffi", [("a", (3, 4), "f32")],
            [((3, 4), "f32"), ((4,), "i32"), ((), "i32")], _config()),
-     r"gives a result of shape \[3\] and type i32"),
+     r"its results here must be \[3, 4\] f32, \[3\] i32, \[\] i32"),
     (_call("lapack_strsm_ffi", [("a", (3, 3), "f32"), ("b", (4, 2), "f32")],
            [((4, 2), "f32")], _config(side="L", uplo="L", trans_x="N", diag="N")),
      "right-hand sides of its order"),

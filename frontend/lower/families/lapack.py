@@ -1,9 +1,10 @@
 """jax's LAPACK custom calls on CPU: Cholesky (``lapack_?potrf_ffi``), LU with partial
-pivoting (``lapack_?getrf_ffi``) and triangular solves (``lapack_?trsm_ffi``).
+pivoting (``lapack_?getrf_ffi``), triangular solves (``lapack_?trsm_ffi``) and, for real
+types, QR (``lapack_?geqrf_ffi``, ``lapack_?orgqr_ffi``).
 
-On a CPU, jax lowers ``jnp.linalg.cholesky``, ``solve``, ``inv``, ``det``, ``slogdet``
-and ``jax.scipy.linalg``'s ``lu``, ``lu_factor``, ``solve_triangular`` and ``cho_solve``
-to these ``stablehlo.custom_call`` s (the prefix names the type: ``s`` f32, ``d`` f64,
+On a CPU, jax lowers ``jnp.linalg.cholesky``, ``solve``, ``inv``, ``det``, ``slogdet``,
+``qr`` and ``jax.scipy.linalg``'s ``lu``, ``lu_factor``, ``solve_triangular`` and
+``cho_solve`` to these ``stablehlo.custom_call`` s (the prefix names the type: ``s`` f32, ``d`` f64,
 ``c`` complex<f32>, ``z`` complex<f64>), leading dimensions being batch dimensions.  Their
 results are those of LAPACK on the logical arrays: the column-major layouts jax asks for
 are how XLA hands the buffers to LAPACK, not a change of meaning.  Characters are
@@ -18,6 +19,8 @@ attributes of ``mhlo.backend_config`` as their codes (``uplo = 76 : ui8`` is ``'
 - ``trsm``: ``op(a) x = b`` (``side = 'L'``) or ``x op(a) = b`` with ``op`` given by
   ``trans_x`` (``'N'``, ``'T'``, ``'C'``), ``a``'s ``uplo`` triangle and a unit diagonal
   when ``diag = 'U'`` (:func:`linalg.solve_triangular`).
+- ``geqrf``, ``orgqr`` (``s``, ``d``): Householder QR as LAPACK's unblocked ``geqr2``
+  and ``org2r`` (its reflectors, scalars and signs, so ``Q`` and ``R`` are LAPACK's).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from math import prod
 
-from frontend.ir.core import Op
+from frontend.ir.core import Op, Value
 from frontend.lower.core import types
 from frontend.lower.core.builder import IndexExpr, KernelBuilder, num_groups
 from frontend.lower.core.driver import FuncLowering
+from frontend.lower.core.fused import Fused
 from frontend.lower.families import linalg
 from tensorlang.diagnostics import CompileError
 
@@ -186,15 +190,131 @@ def _eliminate(a: _Matrix, j: IndexExpr, m: int, n: int, nonzero: str) -> None:
             a.store(k.arith("sub", a.load(i, c), update, a.t), i, c)
 
 
+def geqrf(lw: FuncLowering, op: Op) -> None:
+    """``lapack_?geqrf_ffi`` (real): ``R`` on and above the diagonal, the Householder
+    vectors below it and their scalars ``tau``, as LAPACK's unblocked ``geqr2``."""
+    (a,) = op.operands
+    qr, tau = op.results
+    out, taus = lw.buffer_for(qr), lw.buffer_for(tau)
+    lw.compute_into(a, out)
+    _per_matrix(lw, "geqrf", a, out, lambda matrix, _: _householder_qr(matrix, taus))
+    lw.bind(qr, out)
+    lw.bind(tau, taus)
+
+
+def orgqr(lw: FuncLowering, op: Op) -> None:
+    """``lapack_?orgqr_ffi`` (real): the first columns of ``Q = H(0) H(1) ... H(k-1)``
+    from ``geqrf``'s vectors and scalars, as LAPACK's unblocked ``org2r``."""
+    a, tau = op.operands
+    out = lw.buffer_for(op.result)
+    lw.compute_into(a, out)
+    _per_matrix(lw, "orgqr", a, out, lambda matrix, f: _form_q(
+        matrix, lambda i: f.value(tau, [*matrix.base, i]), types.shape(tau)[-1]))
+    lw.bind(op.result, out)
+
+
+def _per_matrix(lw: FuncLowering, hint: str, a: Value, out: int,
+                body: Callable[[_Matrix, Fused], None]) -> None:
+    """A kernel running ``body`` on each matrix of ``out`` (``a``'s shape), a work-item
+    per matrix."""
+    shape = types.shape(a)
+    batch = list(shape[:-2])
+    count = prod(batch)
+    if count == 0:
+        return
+    with lw.kernel(hint) as (k, f):
+        with k.elements(count) as w:
+            body(_Matrix(k, out, types.elem(a), shape, k.delinearize(w, batch)), f)
+    lw.launch_last(num_groups(count))
+
+
+def _householder_qr(a: _Matrix, taus: int) -> None:
+    """``geqr2`` on ``a`` in place, the reflectors' scalars into ``taus``: for each
+    column ``i``, ``dlarfg`` makes ``H(i) = I - tau v v^T`` (``v[i] = 1``, the rest stored
+    below the diagonal) that zeroes the column below ``R[i][i] = beta``, then ``H(i)``
+    is applied to the columns right of it."""
+    k = a.k
+    m, n = a.shape[-2], a.shape[-1]
+    steps = min(m, n)
+    tau_shape = [*a.shape[:-2], steps]
+    zero = k.const(0.0, a.t)
+    with k.loop(0, steps, [], []) as cols:
+        i = cols.var
+        below = k.iadd(i, 1)
+        with k.loop(below, m, [zero], [a.t]) as norm:
+            x = a.load(norm.var, i)
+            norm.yields = [k.arith("add", norm.carried[0], k.arith("mul", x, x, a.t), a.t)]
+        xnorm = k.math("sqrt", norm.results[0], None, a.t)
+        alpha = a.load(i, i)
+        reflect = k.cmp("ne", xnorm, zero, a.t)  # else H(i) = I: tau = 0, beta = alpha
+        beta = k.select(reflect, k.arith("neg", k.math("copysign", k.math(
+            "hypot", alpha, xnorm, a.t), alpha, a.t), None, a.t), alpha, a.t)
+        tau = k.select(reflect, k.arith("div", k.arith("sub", beta, alpha, a.t), beta, a.t),
+                       zero, a.t)
+        scale = k.select(reflect, k.arith("div", k.const(1.0, a.t),
+                                          k.arith("sub", alpha, beta, a.t), a.t),
+                         k.const(1.0, a.t), a.t)
+        k.store(tau, taus, a.t, prod(tau_shape), k.linear([*a.base, i], tau_shape))
+        with k.loop(below, m, [], []) as rows:
+            r = rows.var
+            a.store(k.arith("mul", a.load(r, i), scale, a.t), r, i)
+        a.store(beta, i, i)
+        _reflect(a, i, below, n, tau)
+
+
+def _reflect(a: _Matrix, i: IndexExpr, first: IndexExpr, last: IndexExpr, tau: str) -> None:
+    """Apply ``H = I - tau v v^T`` (``v``: 1 at row ``i``, column ``i`` of ``a`` below it)
+    from the left to columns ``first`` to ``last - 1`` of rows ``i`` down."""
+    k = a.k
+    m = a.shape[-2]
+    below = k.iadd(i, 1)
+    with k.loop(first, last, [], []) as cols:
+        j = cols.var
+        with k.loop(below, m, [a.load(i, j)], [a.t]) as dot:
+            r = dot.var
+            term = k.arith("mul", a.load(r, i), a.load(r, j), a.t)
+            dot.yields = [k.arith("add", dot.carried[0], term, a.t)]
+        w = k.arith("mul", tau, dot.results[0], a.t)
+        a.store(k.arith("sub", a.load(i, j), w, a.t), i, j)
+        with k.loop(below, m, [], []) as rows:
+            r = rows.var
+            update = k.arith("mul", a.load(r, i), w, a.t)
+            a.store(k.arith("sub", a.load(r, j), update, a.t), r, j)
+
+
+def _form_q(a: _Matrix, tau: Callable[[IndexExpr], str], steps: int) -> None:
+    """``org2r`` on ``a`` in place: the columns past ``steps`` start as the identity's,
+    then ``H(i)`` for ``i`` from ``steps - 1`` down to 0 is applied to the columns right
+    of ``i`` and column ``i`` becomes ``H(i)``'s."""
+    k = a.k
+    m, n = a.shape[-2], a.shape[-1]
+    zero, one = k.const(0.0, a.t), k.const(1.0, a.t)
+    with k.loop(steps, n, [], []) as cols:
+        j = cols.var
+        with k.loop(0, m, [], []) as rows:
+            r = rows.var
+            a.store(k.select(k.cmp("eq", k.idx(r), k.idx(j), "index"), one, zero, a.t), r, j)
+    with k.loop(0, steps, [], []) as back:
+        i = k.isub(steps - 1, back.var)
+        t = tau(i)
+        _reflect(a, i, k.iadd(i, 1), n, t)
+        below = k.iadd(i, 1)
+        with k.loop(below, m, [], []) as rows:
+            r = rows.var
+            a.store(k.arith("mul", k.arith("neg", t, None, a.t), a.load(r, i), a.t), r, i)
+        a.store(k.arith("sub", one, t, a.t), i, i)
+        with k.loop(0, i, [], []) as rows:
+            a.store(zero, rows.var, i)
+
+
+_ROUTINES: dict[str, tuple[str, Callable[[FuncLowering, Op], None]]] = {
+    "potrf": ("sdcz", potrf), "getrf": ("sdcz", getrf), "trsm": ("sdcz", trsm),
+    "geqrf": ("sd", geqrf), "orgqr": ("sd", orgqr)}
+"""Each routine lowered here: its type prefixes and its lowering."""
 LOWERINGS: dict[str, Callable[[FuncLowering, Op], None]] = {
     f"lapack_{prefix}{name}_ffi": lowering
-    for prefix in _TYPES for name, lowering in (("potrf", potrf), ("getrf", getrf),
-                                                ("trsm", trsm))}
+    for name, (prefixes, lowering) in _ROUTINES.items() for prefix in prefixes}
 """The custom-call targets lowered here."""
-
-
-_ARITY = {"potrf": (1, 2), "getrf": (1, 3), "trsm": (2, 1)}
-"""Operands and results of each routine."""
 
 
 def lower(lw: FuncLowering, op: Op, target: str) -> None:
@@ -204,39 +324,51 @@ def lower(lw: FuncLowering, op: Op, target: str) -> None:
     LOWERINGS[target](lw, op)
 
 
+Signature = tuple[list[tuple[list[int], str]], list[tuple[list[int], str]]]
+"""(shape, element type) of each operand and each result."""
+
+
 def _check(op: Op, target: str) -> None:
-    """A CompileError unless ``op`` has the operands and results of ``target``: matrices
-    of the prefix's type (square for ``potrf``, ``a`` for ``trsm``), with the batch
-    dimensions and pivot and status vectors jax gives them."""
+    """A CompileError unless ``op``'s operands and results are those ``target`` takes
+    and gives, as jax calls it (:func:`_signature`)."""
     routine = target[len("lapack_") + 1:-len("_ffi")]
-    want = _TYPES[target[len("lapack_")]]
+    elem = _TYPES[target[len("lapack_")]]
 
     def fail(what: str) -> CompileError:
         return CompileError.at(op.loc, f"'{target}' {what}")
 
-    operands, results = _ARITY[routine]
-    if (len(op.operands), len(op.results)) != (operands, results):
-        raise fail(f"takes {operands} operand(s) and gives {results} result(s), not "
-                   f"{len(op.operands)} and {len(op.results)}")
-    for v in (*op.operands, op.results[0]):
-        if types.elem(v, op.loc) != want:
-            raise fail(f"takes and gives {want} matrices, not {types.elem(v, op.loc)}")
-        if len(types.shape(v)) < 2:
-            raise fail("takes matrices (rank 2 or more)")
-    a = types.shape(op.operands[0])
-    batch, m, n = list(a[:-2]), a[-2], a[-1]
-    if routine == "trsm":
-        b = types.shape(op.operands[1])
-        side = _char(op, "side", "LR")
-        if list(b[:-2]) != batch or m != n or (b[-2] if side == "L" else b[-1]) != m:
-            raise fail(f"takes a square matrix and right-hand sides of its order, not "
-                       f"{list(a)} and {list(b)}")
-        shapes = [list(b)]
-    else:
-        if routine == "potrf" and m != n:
-            raise fail(f"takes square matrices, not {m}x{n}")
-        shapes = [list(a), *([[*batch, min(m, n)]] if routine == "getrf" else []), batch]
-    for r, shape in zip(op.results, shapes, strict=True):
-        elem = want if r is op.results[0] else "i32"
-        if list(types.shape(r)) != shape or types.elem(r, op.loc) != elem:
-            raise fail(f"gives a result of shape {shape} and type {elem} here")
+    a = op.operands[0] if op.operands else None
+    if a is None or types.elem(a, op.loc) != elem or len(types.shape(a)) < 2:
+        raise fail(f"takes a matrix of {elem} (rank 2 or more) first")
+    operands, results = _signature(op, routine, list(types.shape(a)), elem)
+    for kind, values, want in (("operand", op.operands, operands),
+                               ("result", op.results, results)):
+        got = [(list(types.shape(v)), types.elem(v, op.loc)) for v in values]
+        if got != want:
+            shown = ", ".join(f"{shape} {t}" for shape, t in want)
+            raise fail(f"takes {len(operands)} operand(s) and gives {len(results)} "
+                       f"result(s); its {kind}s here must be {shown}")
+    a_shape, b_shape = operands[0][0], operands[-1][0]
+    if routine == "potrf" and a_shape[-1] != a_shape[-2]:
+        raise fail(f"takes square matrices, not {a_shape[-2]}x{a_shape[-1]}")
+    if routine == "trsm" and (b_shape[:-2] != a_shape[:-2] or a_shape[-1] != a_shape[-2] or (
+            b_shape[-2] if _char(op, "side", "LR") == "L" else b_shape[-1]) != a_shape[-1]):
+        raise fail(f"takes a square matrix and right-hand sides of its order, not "
+                   f"{a_shape} and {b_shape}")
+
+
+def _signature(op: Op, routine: str, a: list[int], elem: str) -> Signature:
+    """The operands and results of ``routine`` given its first operand's shape ``a``."""
+    batch, m, n = a[:-2], a[-2], a[-1]
+    if routine == "trsm":  # b's order is checked apart, after its type
+        b = list(types.shape(op.operands[1])) if len(op.operands) > 1 else [*batch, m, n]
+        return [(a, elem), (b, elem)], [(b, elem)]
+    if routine == "orgqr":
+        steps = types.shape(op.operands[1])[-1] if len(op.operands) > 1 and \
+            types.shape(op.operands[1]) else min(m, n)
+        return [(a, elem), ([*batch, min(steps, n)], elem)], [(a, elem)]
+    status = (batch, "i32")
+    outputs = {"potrf": [(a, elem), status],
+               "getrf": [(a, elem), ([*batch, min(m, n)], "i32"), status],
+               "geqrf": [(a, elem), ([*batch, min(m, n)], elem)]}[routine]
+    return [(a, elem)], outputs
