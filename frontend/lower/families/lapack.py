@@ -76,20 +76,15 @@ def getrf(lw: FuncLowering, op: Op) -> None:
     work-item per matrix (see the module docstring)."""
     (a,) = op.operands
     lu, ipiv, info = op.results
-    t = types.elem(a)
-    shape = types.shape(a)
-    batch, m, n = shape[:-2], shape[-2], shape[-1]
     out, pivots, status = lw.buffer_for(lu), lw.buffer_for(ipiv), lw.buffer_for(info)
     lw.compute_into(a, out)
-    count = prod(batch)
-    if count > 0:
-        with lw.kernel("getrf") as (k, _):
-            with k.elements(count) as w:
-                base = k.delinearize(w, list(batch))
-                matrix = _Matrix(k, out, t, shape, base)
-                first_zero = _factor(matrix, m, n, pivots)
-                k.store(first_zero, status, "i32", count, k.linear(base, list(batch)))
-        lw.launch_last(num_groups(count))
+    batch = list(types.shape(a)[:-2])
+
+    def factor(matrix: _Matrix, _: Fused) -> None:
+        k = matrix.k
+        k.store(_factor(matrix, pivots), status, "i32", prod(batch), k.linear(matrix.base, batch))
+
+    _per_matrix(lw, "getrf", a, out, factor)
     lw.bind(lu, out)
     lw.bind(ipiv, pivots)
     lw.bind(info, status)
@@ -106,12 +101,15 @@ class _Matrix:
         self.real = _REAL.get(t, t)
 
     def at(self, i: IndexExpr, j: IndexExpr) -> IndexExpr:
+        """The linear index of element ``(i, j)``."""
         return self.k.linear([*self.base, i, j], self.shape)
 
     def load(self, i: IndexExpr, j: IndexExpr) -> str:
+        """Element ``(i, j)`` (loads are reused within a scope: see :func:`_pivot_row`)."""
         return self.k.load(self.buffer, self.t, self.size, self.at(i, j))
 
     def store(self, x: str, i: IndexExpr, j: IndexExpr) -> None:
+        """Store ``x`` at ``(i, j)``."""
         self.k.store(x, self.buffer, self.t, self.size, self.at(i, j))
 
     def magnitude(self, x: str) -> str:
@@ -124,9 +122,10 @@ class _Matrix:
         return k.arith("add", re, im, self.real)
 
 
-def _factor(a: _Matrix, m: int, n: int, pivots: int) -> str:
+def _factor(a: _Matrix, pivots: int) -> str:
     """LU of ``a`` in place (``getf2``), its interchanges into ``pivots``; ``info``."""
     k = a.k
+    m, n = a.shape[-2], a.shape[-1]
     zero = k.const(0, "i32")
     steps = min(m, n)
     ipiv_shape = [*a.shape[:-2], steps]
