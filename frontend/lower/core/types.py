@@ -26,6 +26,9 @@ from tensorlang.ir.types import SCALAR_TYPES
 
 _NATIVE_INT = {1: "i1", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 _NATIVE_FLOAT = {"f32": "f32", "f64": "f64"}
+COMPLEX_PARTS = {"c32": "f32", "c64": "f64"}
+"""The scalar type of a complex type's real and imaginary parts."""
+_COMPLEX_OF = {part: c for c, part in COMPLEX_PARTS.items()}
 
 
 def scalar_name(element: object) -> str | None:
@@ -49,7 +52,7 @@ def scalar_name(element: object) -> str | None:
         name = element.name.lower()  # f8E4M3FN -> f8e4m3fn (the narrow storage floats)
         return name if name in SCALAR_TYPES else None
     if isinstance(element, ComplexType):
-        return {"f32": "c32", "f64": "c64"}.get(element.element.name)
+        return _COMPLEX_OF.get(element.element.name)
     return None
 
 

@@ -27,8 +27,6 @@ from tensorlang.diagnostics import CompileError
 
 _WIDE = {"f16": "f32", "bf16": "f32"}
 """Element types computed in a wider type."""
-_REAL = {"c32": "f32", "c64": "f64"}
-"""The real type of a complex one."""
 
 Matrix = Callable[[IndexExpr, IndexExpr], str]
 
@@ -159,7 +157,7 @@ def _first_failure(f: Fused, out: int, t: str, size: int, n: int,
     above zero (the argument of its square root was not, or was NaN), else 0: an i32."""
     k = f.k
     wt = _WIDE.get(t, t)
-    rt = _REAL.get(wt, wt)
+    rt = types.COMPLEX_PARTS.get(wt, wt)
     zero = k.const(0, "i32")
     with k.loop(0, n, [zero], ["i32"]) as diag:
         j = diag.var
@@ -208,6 +206,6 @@ def _sqrt(f: Fused, x: str, wt: str, cplx: bool) -> str:
     k = f.k
     if not cplx:
         return k.math("sqrt", x, None, wt)
-    rt = _REAL[wt]
+    rt = types.COMPLEX_PARTS[wt]
     root = k.math("sqrt", k.math("real", x, None, wt), None, rt)
     return k.emit(f"complex {root}, {k.const(0.0, rt)} : {wt}")

@@ -61,10 +61,7 @@ def _complex_modulus(op: Op) -> Value | None:
             or x.owner.name != "stablehlo.abs":
         return None
     z = x.owner.operand("operand")
-    return z if types.elem(z) in _PART else None
-
-
-_PART = {"c32": "f32", "c64": "f64"}
+    return z if types.elem(z) in types.COMPLEX_PARTS else None
 
 
 def _squared_magnitude(f: Fused, z: Value, idx: list[IndexExpr]) -> str:
@@ -72,7 +69,7 @@ def _squared_magnitude(f: Fused, z: Value, idx: list[IndexExpr]) -> str:
     squared is less accurate and its ``hypot`` costs more than the whole rest); infinite
     where a part is, as ``|z|`` is even when the other part is NaN."""
     k, ct = f.k, types.elem(z)
-    t = _PART[ct]
+    t = types.COMPLEX_PARTS[ct]
     value = f.value(z, idx)
     re, im = (k.math(part, value, None, ct) for part in ("real", "imag"))
     wide_re, wide_im = k.cast(re, t, "f64"), k.cast(im, t, "f64")

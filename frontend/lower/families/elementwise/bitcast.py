@@ -23,7 +23,6 @@ from tensorlang.diagnostics import CompileError
 _BITS = {"i1": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16,
          "i32": 32, "u32": 32, "f32": 32, "i64": 64, "u64": 64, "f64": 64,
          "c32": 64, "c64": 128}
-_PART = {"c32": "f32", "c64": "f64"}
 _UINT = {1: "u8", 8: "u8", 16: "u16", 32: "u32", 64: "u64"}
 
 _same_width = elementwise.bitcast_convert
@@ -57,14 +56,14 @@ def bitcast_convert(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
 
 
 def _part_bits(t: str) -> int:
-    return _BITS[t] // 2 if t in _PART else _BITS[t]
+    return _BITS[t] // 2 if t in types.COMPLEX_PARTS else _BITS[t]
 
 
 def _parts(f: Fused, x: str, t: str) -> list[tuple[str, int]]:
     """The element's parts as unsigned integers, low bits first, with their widths."""
     k = f.k
-    if t in _PART:
-        p = _PART[t]
+    if t in types.COMPLEX_PARTS:
+        p = types.COMPLEX_PARTS[t]
         return [part for fn in ("real", "imag")
                 for part in _parts(f, k.math(fn, x, None, t), p)]
     if t == "i1":
@@ -102,7 +101,7 @@ def _pick(f: Fused, words: list[str], m: IndexExpr, g: int) -> str:
 def _join(f: Fused, word: Callable[[int], str], t: str, g: int) -> str:
     """The element of type ``t`` whose ``g``-bit words are ``word(0), word(1), ...``."""
     k = f.k
-    part_t = _PART.get(t, t)
+    part_t = types.COMPLEX_PARTS.get(t, t)
     bits = _part_bits(t)
     ut = _UINT[bits]
     values = []
@@ -117,6 +116,6 @@ def _join(f: Fused, word: Callable[[int], str], t: str, g: int) -> str:
             values.append(k.cmp("ne", acc, k.const(0, ut), ut))
         else:
             values.append(k.bitcast(acc, ut, part_t))
-    if t in _PART:
+    if t in types.COMPLEX_PARTS:
         return k.emit(f"complex {values[0]}, {values[1]} : {t}")
     return values[0]

@@ -34,6 +34,7 @@ from math import prod
 
 import numpy as np
 
+from frontend.lower.core import types
 from frontend.lower.core.builder import IndexExpr, KernelBuilder
 from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.fused import Fused
@@ -56,7 +57,6 @@ Complex = tuple[str, str]
 """A complex scalar as its (real, imaginary) SSA names in the compute type."""
 Source = Callable[[Fused, list[IndexExpr]], str]
 """``source(f, idx)``: element ``idx`` (row-major) of the pass's input."""
-_REAL = {"c32": "f32", "c64": "f64"}
 _NP = {"f32": np.float32, "f64": np.float64}
 
 
@@ -118,7 +118,7 @@ class LinePass:
     @property
     def ctype(self) -> str:
         """The real type the line is computed in."""
-        real = _REAL.get(self.out_type, self.out_type)
+        real = types.COMPLEX_PARTS.get(self.out_type, self.out_type)
         return real if self.fft else "f64"
 
     @property
@@ -357,9 +357,9 @@ def _at(first: list[IndexExpr], dim: int, j: IndexExpr) -> list[IndexExpr]:
 
 def _split(k: KernelBuilder, x: str, t: str, ct: str) -> Complex:
     """An element of type ``t`` as (re, im) in ``ct``."""
-    if t in _REAL:
-        return (k.cast(k.math("real", x, None, t), _REAL[t], ct),
-                k.cast(k.math("imag", x, None, t), _REAL[t], ct))
+    if t in types.COMPLEX_PARTS:
+        return (k.cast(k.math("real", x, None, t), types.COMPLEX_PARTS[t], ct),
+                k.cast(k.math("imag", x, None, t), types.COMPLEX_PARTS[t], ct))
     return k.cast(x, t, ct), k.const(0.0, ct)
 
 
@@ -645,7 +645,7 @@ def _store_complex(k: KernelBuilder, p: LinePass, value: Complex, out: int,
                    at: IndexExpr) -> None:
     """Store ``value`` as an element of the complex output."""
     t = p.out_type
-    rt = _REAL[t]
+    rt = types.COMPLEX_PARTS[t]
     c = k.emit(f"complex {k.cast(value[0], p.ctype, rt)}, {k.cast(value[1], p.ctype, rt)} "
                f": {t}")
     k.store(c, out, t, prod(p.shape), at)
