@@ -237,6 +237,16 @@ def test_orgqr_forms_q(dtype: type, shape: tuple[int, ...]) -> None:
                                    atol=10 * tol)
 
 
+def test_geqrf_of_large_values_does_not_overflow() -> None:
+    """The column norms of f32 values near 1e25 (squares past f32's range) stay finite,
+    as LAPACK's ``snrm2`` keeps them."""
+    a = _random((5, 3), np.float32) * np.float32(1e25)
+    qr, tau = _geqrf(a)
+    h, want_tau = np.linalg.qr(a.astype(np.float64), mode="raw")
+    np.testing.assert_allclose(qr, h.T, rtol=2e-4, atol=2e-4 * np.abs(h).max())
+    np.testing.assert_allclose(tau, want_tau, rtol=2e-4, atol=2e-4)
+
+
 def test_a_zero_column_is_left_as_it_is() -> None:
     a = _random((5, 3), np.float64)
     a[1:, 0] = 0.0  # nothing to zero below R[0][0]: H(0) = I

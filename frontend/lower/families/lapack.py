@@ -38,7 +38,6 @@ from tensorlang.diagnostics import CompileError
 
 _TYPES = {"s": "f32", "d": "f64", "c": "c32", "z": "c64"}
 """LAPACK's type prefixes and the element types they name."""
-_REAL = {"c32": "f32", "c64": "f64"}
 
 
 def _char(op: Op, name: str, allowed: str) -> str:
@@ -98,7 +97,7 @@ class _Matrix:
         self.k, self.buffer, self.t, self.base = k, buffer, t, base
         self.shape = list(shape)
         self.size = prod(shape)
-        self.real = _REAL.get(t, t)
+        self.real = types.COMPLEX_PARTS.get(t, t)
 
     def at(self, i: IndexExpr, j: IndexExpr) -> IndexExpr:
         """The linear index of element ``(i, j)``."""
@@ -240,10 +239,9 @@ def _householder_qr(a: _Matrix, taus: int) -> None:
     with k.loop(0, steps, [], []) as cols:
         i = cols.var
         below = k.iadd(i, 1)
-        with k.loop(below, m, [zero], [a.t]) as norm:
-            x = a.load(norm.var, i)
-            norm.yields = [k.arith("add", norm.carried[0], k.arith("mul", x, x, a.t), a.t)]
-        xnorm = k.math("sqrt", norm.results[0], None, a.t)
+        with k.loop(below, m, [zero], [a.t]) as norm:  # by hypot: no overflow, as dnrm2
+            norm.yields = [k.math("hypot", norm.carried[0], a.load(norm.var, i), a.t)]
+        xnorm = norm.results[0]
         alpha = a.load(i, i)
         reflect = k.cmp("ne", xnorm, zero, a.t)  # else H(i) = I: tau = 0, beta = alpha
         beta = k.select(reflect, k.arith("neg", k.math("copysign", k.math(
