@@ -2,8 +2,11 @@
 
 Values of f16 and bf16 live in ``float`` variables holding exactly representable
 values; memory and kernel arguments hold the 16-bit patterns (``ushort``).  The helpers
-convert bits <-> float and round a float to the type (round to nearest even, NaN kept
-quiet, overflow to infinity), by bit manipulation: no cl_khr_fp16 is needed.
+convert bits <-> float and round a float to the type (round to nearest even, overflow
+to infinity), by bit manipulation: no cl_khr_fp16 is needed.  A NaN keeps its sign and
+the top bits of its payload, signalling or quiet, so that every 16-bit pattern survives
+a load and a store bit for bit (bitcasts, copies, selects); a payload that would
+truncate to zero becomes the quiet NaN.
 ``tlc_nextafter_<t>`` steps to the neighbouring 16-bit value.
 ``tlc_odd_f32_<ctype>`` rounds a wider value (double, 32/64-bit integers) to float with
 round-to-odd, so that rounding it again to f16/bf16 is correct (no double rounding).
@@ -26,7 +29,10 @@ ushort tlc_f32_to_f16(float f) {
     const uint x = as_uint(f);
     const uint sign = (x >> 16) & 0x8000u;
     const uint ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (ushort)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax > 0x7f800000u) {
+        const uint payload = (ax >> 13) & 0x3ffu;
+        return (ushort)(sign | 0x7c00u | (payload ? payload : 0x200u));
+    }
     if (ax >= 0x477ff000u) return (ushort)(sign | 0x7c00u);
     if (ax < 0x38800000u) return (ushort)(sign | (as_uint(as_float(ax) + 0.5f) - 0x3f000000u));
     return (ushort)(sign | ((ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13));
@@ -39,7 +45,8 @@ _BF16 = """float tlc_bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
 
 ushort tlc_f32_to_bf16(float f) {
     const uint x = as_uint(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (ushort)((x >> 16) | ((x & 0x7f0000u) ? 0u : 0x40u));
     return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 

@@ -28,8 +28,18 @@ def _program(src_shape: tuple[int, ...], src: type, dst_shape: tuple[int, ...],
   return %0 : {td}""")
 
 
+# signalling NaNs of f16 (two), f32 and f64, each at an offset aligned to its width
+_SIGNALLING = np.concatenate([np.array([0x7C01, 0xFD55], np.uint16).view(np.uint8),
+                              np.array([0x7F800001], np.uint32).view(np.uint8),
+                              np.array([0x7FF0000000000001], np.uint64).view(np.uint8)])
+
+
 def _bits(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """Random bit patterns, the first bytes set to signalling NaNs that must survive."""
     raw = RNG.integers(0, 256, size=(*shape, np.dtype(dtype).itemsize), dtype=np.uint8)
+    flat = raw.reshape(-1)
+    n = min(flat.size, _SIGNALLING.size)
+    flat[:n] = _SIGNALLING[:n]
     return raw.view(dtype).reshape(shape)
 
 
