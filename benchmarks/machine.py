@@ -25,7 +25,7 @@ from backend_opencl.runtime.opencl.build import build_program
 _PEAK = """
 {pragma}
 kernel void peak_{t}(global {t}* out, int iters) {{
-    {t}{w} a = ({t}{w})(({t})get_global_id(0) * ({t})1e-9);
+    {t}{w} a = ({t}{w})(({t})(get_global_id(0) + 1) * ({t})1e-9);
     {t}{w} b = ({t}{w})(({t})0.999);
     {decls}
     for (int i = 0; i < iters; ++i) {{
@@ -53,14 +53,19 @@ kernel void copy_chunk16(global const float16* restrict src, global float16* res
 """
 CHUNK = 2048
 """float8 elements one work-item copies in the chunked kernel (64 KiB)."""
-PEAK_SHAPES = {"float": ((8, 12), (16, 6), (8, 10)), "double": ((4, 12), (8, 6), (4, 10))}
-"""(vector width, independent FMA chains) tried for the peak: chains x 256-bit registers
-cover FMA latency x pipes (5 x 2 on Zen, 4 x 2 on Intel), within 16 AVX2 registers."""
+PEAK_SHAPES = {"float": ((8, 12), (16, 6), (8, 10), (16, 8), (16, 12)),
+               "double": ((4, 12), (8, 6), (4, 10), (8, 8), (8, 12))}
+"""(vector width, independent FMA chains) tried for the peak: chains cover FMA latency x
+pipes (5 x 2 on Zen, 4 x 2 on Intel), within 16 AVX2 registers (256-bit) or 32 AVX-512
+registers (512-bit: 6 chains could not keep a Xeon's two 512-bit FMA pipes busy)."""
 PEAK_FLOP = 1.5e9
 """FLOPs of one peak run (tens of milliseconds: launch overhead does not count)."""
 
 
 def _peak_source(t: str, width: int, chains: int) -> str:
+    # ``a`` is never zero: the chains converge to 1000 a, where with a = 0 they would
+    # decay into subnormals, which cost Intel cores a microcode assist per FMA (the peak
+    # read 37 GFLOP/s on a Xeon that runs GEMMs at 240)
     decls = "\n    ".join(f"{t}{width} x{i} = a + ({t}){i};" for i in range(chains))
     body = "\n        ".join(f"x{i} = x{i} * b + a;" for i in range(chains))
     total = " + ".join(f"x{i}" for i in range(chains))
