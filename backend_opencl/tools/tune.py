@@ -27,7 +27,7 @@ from backend_opencl.api.tuned import Choice, cache_path, is_choice, kernel_key
 from backend_opencl.emit.costmodel import candidates, cost
 from backend_opencl.emit.target import choose_plan
 from backend_opencl.exec.module import Module
-from tensorlang.diagnostics import LaunchError
+from tensorlang.diagnostics import BoundsError, LaunchError
 from tensorlang.ir.clone import clone_function
 from tensorlang.ir.core import Function, Program
 from tensorlang.ir.ops import Transpose
@@ -73,13 +73,15 @@ def _arguments(func: Function, groups: int, size: int, rng: np.random.Generator)
 def _launchable(module: Module, func: Function, groups: int, size: int
                 ) -> tuple[int, list] | None:
     """A work-group count and arguments for timing ``func`` that its launch checks
-    accept (the timed launches skip them): ``groups``, else one work-group (StableHLO's
-    kernels of one work-group); None when neither passes.  The checked call runs it once."""
+    accept and whose accesses stay in bounds (the timed launches skip the checks):
+    ``groups``, else one work-group (StableHLO's kernels index their operands by the
+    work-group, for a grid of their own); None when neither passes.  The checked call
+    runs it once."""
     for count in dict.fromkeys((groups, 1)):
         args = _arguments(func, count, size, np.random.default_rng(0))
         try:
             getattr(module, func.name)(*args, num_groups=count)
-        except LaunchError:
+        except (LaunchError, BoundsError):
             continue
         return count, args
     return None
