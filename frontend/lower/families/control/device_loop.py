@@ -31,7 +31,10 @@ from constants are initialized by the loop kernel instead of launches of their o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from math import prod
 
@@ -44,9 +47,9 @@ from frontend.lower.core.driver import FuncLowering
 from frontend.lower.core.fused import Fused
 from frontend.lower.core.registry import CHEAP, ELEMENTAL, KERNEL
 from frontend.lower.families import scatter_gather
-from frontend.lower.families.control import loop_projection
+from frontend.lower.families.control import loop_projection, row_split
 from tensorlang.diagnostics import CompileError
-from tensorlang.plan import Copy, Launch, TripCount, While
+from tensorlang.plan import Copy, Launch, Step, TripCount, While
 
 MAX_ELEMENTS = 16384
 """The largest value (elements) a loop may compute per iteration to run as one kernel
@@ -80,6 +83,9 @@ of f32 each step, so the C compiler vectorizes them without reassociating (~4x f
 than a sum of outer products reading the matrix down its columns)."""
 GEMM = True
 """Run a product of two matrices as the language's register-blocked ``gemm``."""
+SPLIT = True
+"""Run a loop whose iterations never mix the rows of a batch on
+:data:`row_split.GROUPS` work-groups, each running its rows (:mod:`.row_split`)."""
 GEMM_MIN = 2
 """... when both its free dimensions are at least this long."""
 FOLD_INITS = True
@@ -128,6 +134,14 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
     apart = inits if len(nested) > FOLD_MAX_OPS else []  # one kernel of their own
     inits = [] if apart else inits
     flag = lw.new_buffer("i1", ())
+    split = row_split.find(op, list(in_place)) if SPLIT else None
+    if split is not None:
+        folded = dict(lw.env)
+        built = _split_kernel(lw, op, carry, (count, flag), (hoisted, inits + apart), split)
+        if built:
+            lw.steps.extend(built)
+            return True
+        lw.env = folded
     try:
         first = _kernel(lw, op, carry, (count, flag), (hoisted, inits))
         if count is None and inits:  # the first launch initializes, the others do not
@@ -153,6 +167,178 @@ Hoists = dict[Op, tuple[loop_projection.Hoisted, int]]
 """Body products computed before the loop: each one's hoisted form and its buffer."""
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The split of the loop kernel being built, its work-group's id and rows
+    ``[lo, hi)`` (SSA names at the kernel's top)."""
+
+    split: row_split.RowSplit
+    group: str
+    lo: str
+    hi: str
+
+
+_ROWS: ContextVar[_Rows | None] = ContextVar("device_loop_rows", default=None)
+"""Set while a split loop kernel is built (:func:`_split_kernel`)."""
+
+
+def _rows(v: Value) -> int | None:
+    """The row dimension of ``v`` in the split loop kernel being built (its phases over
+    ``v`` run over this work-group's rows only), or None."""
+    rows = _ROWS.get()
+    return None if rows is None else rows.split.dim(v)
+
+
+@contextmanager
+def _split_rows(k: KernelBuilder, split: row_split.RowSplit) -> Iterator[_Rows]:
+    """Build a kernel split by rows: its work-group's rows computed first."""
+    g = k.emit("group_id", "g")
+    lo = k.idx(k.imul(g, split.rows_per_group))
+    rows = _Rows(split, g, lo, k.idx(k.iadd(lo, split.rows_per_group)))
+    token = _ROWS.set(rows)
+    try:
+        yield rows
+    finally:
+        _ROWS.reset(token)
+
+
+def _split_kernel(lw: FuncLowering, op: Op, carry: list[int],
+                  trips: tuple[int | None, int],
+                  before: tuple[Hoists, list[tuple[Value, int]]],
+                  split: row_split.RowSplit) -> list[Step]:
+    """The steps of loop ``op`` run on ``split.groups`` work-groups, each running every
+    iteration for its block of rows (:mod:`.row_split`): one kernel computing the
+    constant initial values and the prologue (``before``; folded into the loop kernel,
+    every work-group would write them), then the loop kernel (``trips``: as
+    :func:`_kernel`'s).  The uniform carried values the body changes live in each
+    work-group's local memory (:func:`_homes`).  Empty (nothing emitted) when a uniform
+    value the kernel stores does not fit its local memory, or an op cannot be expressed
+    here."""
+    hoisted, inits = before
+    count, flag = trips
+    cond, body = op.regions[0].block, op.regions[1].block
+    results = body.ops[-1].operands
+    uniform = [i for i, (a, v) in enumerate(zip(body.args, results, strict=True))
+               if v is not a and _in_place(lw, body, i) is None and split.dim(a) is None]
+    homes = _homes(lw, [results[i] for i in uniform], split.groups, count is None)
+    try:
+        with lw.kernel("while_rows") as (k, f), _split_rows(k, split) as rows, \
+                _reading_only(_read_only(lw, op, carry)):
+            k.private_from = len(lw.buffers)
+            state = list(carry)
+            for i in uniform:
+                state[i] = lw.new_buffer(types.elem(results[i]), types.shape(results[i]))
+            for block in (cond, body):
+                for a, c in zip(block.args, state, strict=True):
+                    lw.bind(a, c)
+            _bind_computed(lw, cond.ops + body.ops)
+            _claim_local(lw, k, split)
+            direct = _direct(lw, body)
+            outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
+                    else lw.buffer_for(v) for i, v in enumerate(results)]
+            k.attributes = f"work_group_size({WORK_ITEMS},1)"
+            slot = rows.group if count is None else 0
+            for i, home in zip(uniform, homes, strict=True):
+                _copy_state(lw, k, results[i], (carry[i] if count is not None else home, slot),
+                            (state[i], 0))
+            if count is not None:
+                with k.loop(0, count, [], []):
+                    _body(lw, f, op, state, (outs, direct), hoisted)
+            else:
+                go = k.const(True, "i1")
+                with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
+                    loop.yields = [k.branch(loop.carried[0], "i1",
+                                            lambda: _iteration(lw, f, op, state,
+                                                               (outs, direct), hoisted),
+                                            lambda: k.const(False, "i1"))]
+                for i, home in zip(uniform, homes, strict=True):
+                    _copy_state(lw, k, results[i], (state[i], 0), (home, rows.group))
+            first = k.cmp("eq", rows.group, k.const(0, "index"), "index")
+            with k.block(f"if {first} {{"):
+                for i, home in zip(uniform, homes, strict=True):
+                    _copy_state(lw, k, results[i], (state[i], 0),
+                                (home if count is not None else carry[i], 0))
+                if count is None:
+                    _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
+            _check_private(lw, k, split)
+    except CompileError:
+        return []
+    launch = Launch(k.name, tuple(k.params), split.groups)
+    steps: list[Step] = [_init_kernel(lw, inits)] if inits else []
+    if count is not None:
+        for i, home in zip(uniform, homes, strict=True):
+            carry[i] = home
+        return [*steps, launch]
+    fill = _fill_slots(lw, [(results[i], carry[i]) for i in uniform], homes, split.groups)
+    return [*steps, *fill, While((launch,), flag, ())]
+
+
+def _homes(lw: FuncLowering, values: list[Value], groups: int, slots: bool) -> list[int]:
+    """Where the uniform carried ``values`` of a split loop live outside its kernel.  A
+    loop launched once reads them from their carried buffers and work-group 0 copies
+    them out into new buffers (these), which the loop's results then name: written back
+    to the carried buffer, a work-group starting late would read the new value.  A
+    relaunched loop keeps each work-group's copy in its slot of a buffer of ``groups``
+    copies (these), filled before the first launch (:func:`_fill_slots`); work-group 0
+    copies them into the carried buffers, which no launch reads, after each chunk."""
+    return [lw.new_buffer(types.elem(v), ((groups,) if slots else ()) + types.shape(v))
+            for v in values]
+
+
+def _fill_slots(lw: FuncLowering, carried: list[tuple[Value, int]], slots: list[int],
+                groups: int) -> list[Step]:
+    """A launch copying each carried buffer into every slot of its slot buffer."""
+    if not carried:
+        return []
+    with lw.kernel("while_slots") as (k, _):
+        k.attributes = f"work_group_size({WORK_ITEMS},1)"
+        for (v, c), slot in zip(carried, slots, strict=True):
+            for g in range(groups):
+                _copy_state(lw, k, v, (c, 0), (slot, g))
+    return [Launch(k.name, tuple(k.params), 1)]
+
+
+def _copy_state(lw: FuncLowering, k: KernelBuilder, v: Value, src: tuple[int, IndexExpr],
+                dst: tuple[int, IndexExpr]) -> None:
+    """Copy every element of carried value ``v`` between buffers, each given with the
+    slot it holds ``v`` at (a buffer of several copies of ``v``: :func:`_homes`)."""
+    t, shape, n = types.elem(v), types.shape(v), types.size(v)
+
+    def at(place: tuple[int, IndexExpr], idx: list[IndexExpr]) -> tuple[int, IndexExpr]:
+        buf, slot = place
+        return prod(lw.buffers[buf].shape), k.iadd(k.imul(slot, n), k.linear(idx, shape))
+
+    def copy(idx: list[IndexExpr]) -> None:
+        (sn, si), (dn, di) = at(src, idx), at(dst, idx)
+        k.store(k.load(src[0], t, sn, si), dst[0], t, dn, di)
+
+    _each(k, shape, copy)
+
+
+def _claim_local(lw: FuncLowering, k: KernelBuilder, split: row_split.RowSplit) -> None:
+    """Give the uniform values bound so far to the split kernel's own buffers (its
+    carried state, the results of its products, reductions and nested loops) local
+    memory first: they must be each work-group's own (:func:`_check_private`), where a
+    split value may share a buffer."""
+    start = k.private_from
+    assert start is not None
+    for v, b in list(lw.env.items()):
+        if b >= start and split.dim(v) is None:
+            k.param(b, types.elem(v), types.size(v))
+
+
+def _check_private(lw: FuncLowering, k: KernelBuilder, split: row_split.RowSplit) -> None:
+    """Raise CompileError when a uniform value the split kernel stores is in a buffer
+    of its work-groups' common memory (past :data:`builder.LOCAL_SCRATCH_BYTES`): one
+    work-group's next iteration could overwrite it while another still reads it."""
+    start = k.private_from
+    assert start is not None
+    for v, b in lw.env.items():
+        if b >= start and b in k.params and split.dim(v) is None:
+            raise CompileError.at(None, f"a uniform value of the split loop kernel "
+                                  f"{k.name} does not fit its local memory")
+
+
 def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None, int],
             before: tuple[Hoists, list[tuple[Value, int]]]) -> Launch:
     """Build the loop kernel, run ``count`` times or, with no count, up to
@@ -162,7 +348,7 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None,
     hoisted, inits = before
     count, flag = trips
     cond, body = op.regions[0].block, op.regions[1].block
-    with lw.kernel("while") as (k, f):
+    with lw.kernel("while") as (k, f), _reading_only(_read_only(lw, op, carry)):
         k.private_from = len(lw.buffers)  # what the iterations compute: written, then read
         for block in (cond, body):
             for a, c in zip(block.args, carry, strict=True):
@@ -251,12 +437,12 @@ def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
         if out is not None:
             t = types.elem(v)
             _copy_each(k, types.shape(v), partial(_load_element, k, out, t, types.shape(v)),
-                       c, t)
+                       c, t, _rows(v))
 
 
 def _store_all(lw: FuncLowering, f: Fused, v: Value, out: int) -> None:
     """Every element of ``v`` into ``out``; later reads of ``v`` load it from there."""
-    _copy_each(f.k, types.shape(v), partial(f.value, v), out, types.elem(v))
+    _copy_each(f.k, types.shape(v), partial(f.value, v), out, types.elem(v), _rows(v))
     if not isinstance(v.owner, Block):
         lw.bind(v, out)
 
@@ -328,7 +514,7 @@ def _update_slice(f: Fused, op: Op, buffer: int) -> None:
         k.store(f.value(update, idx), buffer, types.elem(op.result), types.size(op.result),
                 k.linear(at, oshape))
 
-    _each(k, ushape, store)
+    _each(k, ushape, store, _rows(op.result))
 
 
 def _compute(lw: FuncLowering, f: Fused, block: Block, hoisted: Hoists) -> None:
@@ -358,22 +544,24 @@ def _time_step(lw: FuncLowering, f: Fused, h: loop_projection.Hoisted, buf: int)
     out, shape = _buf(lw, r), types.shape(r)
     _each(f.k, shape, lambda idx: f.k.store(loop_projection.load(f, h, buf, idx), out,
                                             types.elem(r), types.size(r),
-                                            f.k.linear(idx, shape)))
+                                            f.k.linear(idx, shape)), _rows(r))
 
 
 def _scratch(lw: FuncLowering, f: Fused, v: Value) -> None:
     """Compute ``v`` into a scratch buffer that later reads of it load from (a dot reads
     each operand element once per element of the other side)."""
     buf = lw.buffer_for(v)
-    _copy_each(f.k, types.shape(v), partial(f.value, v), buf, types.elem(v))
+    _copy_each(f.k, types.shape(v), partial(f.value, v), buf, types.elem(v), _rows(v))
     lw.bind(v, buf)
 
 
 def _copy_each(k: KernelBuilder, shape: tuple[int, ...],
-               element: Callable[[list[IndexExpr]], str], buf: int, t: str) -> None:
-    """``buf[idx] = element(idx)`` at every row-major index ``idx`` of ``shape``."""
+               element: Callable[[list[IndexExpr]], str], buf: int, t: str,
+               rows: int | None = None) -> None:
+    """``buf[idx] = element(idx)`` at every row-major index ``idx`` of ``shape`` (of the
+    work-group's rows along dimension ``rows``, when given)."""
     n = prod(shape)
-    _each(k, shape, lambda idx: k.store(element(idx), buf, t, n, k.linear(idx, shape)))
+    _each(k, shape, lambda idx: k.store(element(idx), buf, t, n, k.linear(idx, shape)), rows)
 
 
 def _load_element(k: KernelBuilder, buf: int, t: str, shape: tuple[int, ...],
@@ -383,12 +571,14 @@ def _load_element(k: KernelBuilder, buf: int, t: str, shape: tuple[int, ...],
 
 
 def _each(k: KernelBuilder, shape: Sequence[int],
-          store: Callable[[list[IndexExpr]], object]) -> None:
+          store: Callable[[list[IndexExpr]], object], rows: int | None = None) -> None:
     """A foreach over the elements of ``shape`` calling ``store(multi_index)``: one
     ``foreach`` mode per dimension longer than one (the last dimension fastest), so the
-    innermost loop runs along contiguous memory without dividing indices."""
+    innermost loop runs along contiguous memory without dividing indices.  Along
+    dimension ``rows`` (a split kernel's rows, :func:`_rows`), only the work-group's."""
     if prod(shape) == 0:
         return
+    split = _ROWS.get() if rows is not None else None
     looped = [d for d, n in enumerate(shape) if n != 1]
     if not looped:
         i = k.fresh("i")
@@ -397,8 +587,8 @@ def _each(k: KernelBuilder, shape: Sequence[int],
         return
     names = {d: k.fresh("i") for d in looped}
     inner = looped[::-1]  # the first foreach mode is the fastest: the last dimension
-    los = ", ".join(k.idx(0) for _ in inner)
-    his = ", ".join(k.idx(shape[d]) for d in inner)
+    los = ", ".join(split.lo if split and d == rows else k.idx(0) for d in inner)
+    his = ", ".join(split.hi if split and d == rows else k.idx(shape[d]) for d in inner)
     head = f"foreach ({', '.join(names[d] for d in inner)}) = ({los}), ({his}) : index {{"
     if len(inner) == 1:
         head = f"foreach {names[inner[0]]} = {los}, {his} : index {{"
@@ -432,7 +622,7 @@ def _reduce(lw: FuncLowering, f: Fused, op: Op) -> None:
         for r, res, t in zip(op.results, loop.results, dtypes, strict=True):
             k.store(res, _buf(lw, r), t, types.size(r), k.linear(idx, oshape))
 
-    _each(k, types.shape(op.results[0]), store)
+    _each(k, types.shape(op.results[0]), store, _rows(op.results[0]))
 
 
 def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
@@ -481,7 +671,7 @@ def _dot(lw: FuncLowering, f: Fused, op: Op) -> None:
                                                               strict=True)]
         k.store(total[0], _buf(lw, r), t, types.size(r), k.linear(idx, types.shape(r)))
 
-    _each(k, types.shape(r), store)
+    _each(k, types.shape(r), store, _rows(r))
 
 
 def _gemm(lw: FuncLowering, f: Fused, op: Op, dims: tuple[list[int], ...]) -> bool:
@@ -504,18 +694,48 @@ def _gemm(lw: FuncLowering, f: Fused, op: Op, dims: tuple[list[int], ...]) -> bo
         return False
     # column-major, as the gemm reads it: out^T [N, M] = rhs^T [N, K] @ lhs^T [K, M]
     shapes = [(kk, n) if tb else (n, kk), (m, kk) if ta else (kk, m), (n, m)]
+    split = _split_modes(_rows(op.result), ta, tb)
     views, vtypes = [], []
-    for buf, (rows, cols) in zip((bufs[1], bufs[0], bufs[2]), shapes, strict=True):
+    for buf, (rows, cols), mode in zip((bufs[1], bufs[0], bufs[2]), shapes, split,
+                                       strict=True):
         assert buf is not None
         ssa, flat = k.param(buf, t, rows * cols)
         views.append(k.emit(f"expand {ssa}[0 -> {rows}x{cols}] : {flat}", "v"))
         space = ",local" if buf in k.locals else ""  # the loop's own scratch
         vtypes.append(f"memref<{t}x{rows}x{cols}{space}>")
+        if mode is not None:
+            views[-1], vtypes[-1] = _rows_view(k, views[-1], (t, rows, cols, space), mode)
     one, zero = k.const(1.0, t), k.const(0.0, t)
     k.line(f"gemm.{'t' if tb else 'n'}.{'t' if ta else 'n'} {one}, {views[0]}, "
            f"{views[1]}, {zero}, {views[2]} : {t}, {vtypes[0]}, {vtypes[1]}, {t}, "
            f"{vtypes[2]}")
     return True
+
+
+def _split_modes(rows: int | None, ta: bool, tb: bool) -> tuple[int | None, ...]:
+    """The mode of the rhs, lhs and result views of a split kernel's ``gemm`` that holds
+    the work-group's rows (None: the view is read whole), given the result's row
+    dimension ``rows`` (0: the lhs's free dimension M, 1: the rhs's N)."""
+    if rows == 0:
+        return None, 0 if ta else 1, 1
+    if rows == 1:
+        return 1 if tb else 0, None, 0
+    return None, None, None
+
+
+def _rows_view(k: KernelBuilder, view: str, layout: tuple[str, int, int, str], mode: int
+               ) -> tuple[str, str]:
+    """The work-group's rows of column-major ``view`` (``layout``: element type, rows,
+    columns, memory space) along ``mode``: the subview and its type."""
+    split = _ROWS.get()
+    assert split is not None
+    t, rows, cols, space = layout
+    n = split.split.rows_per_group
+    at = f"{split.lo}:{n}, :" if mode == 0 else f":, {split.lo}:{n}"
+    sub = k.emit(f"subview {view}[{at}] : memref<{t}x{rows}x{cols}{space}>", "v")
+    if mode == 0:
+        return sub, f"memref<{t}x{n}x{cols},strided<1,{rows}>{space}>"
+    return sub, f"memref<{t}x{rows}x{n}{space}>"
 
 
 def _dot_outer(f: Fused, op: Op, out: int, dims: tuple[list[int], ...]) -> None:
@@ -529,7 +749,8 @@ def _dot_outer(f: Fused, op: Op, out: int, dims: tuple[list[int], ...]) -> None:
     r = op.result
     t, shape, size = types.elem(r), types.shape(r), types.size(r)
     cshape = [ls[d] for d in lc]
-    _each(k, shape, lambda idx: k.store(k.const(0, t), out, t, size, k.linear(idx, shape)))
+    _each(k, shape, lambda idx: k.store(k.const(0, t), out, t, size, k.linear(idx, shape)),
+          _rows(r))
     with k.loop(0, prod(cshape), [], []) as loop:
         cidx = k.delinearize(loop.var, cshape)
 
@@ -543,7 +764,7 @@ def _dot_outer(f: Fused, op: Op, out: int, dims: tuple[list[int], ...]) -> None:
             k.store(k.arith("add", k.load(out, t, size, at), k.arith("mul", a, b, t), t),
                     out, t, size, at)
 
-        _each(k, shape, add)
+        _each(k, shape, add, _rows(r))
 
 
 def _contiguous(op: Op, dims: tuple[list[int], ...]) -> bool:
@@ -684,10 +905,18 @@ def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
     set from its operands, then at most :func:`_trip_bound` iterations, each evaluating
     the condition and, while it holds, the body (:func:`_iteration`)."""
     k = f.k
-    carry = [_buf(lw, r) for r in op.results]
-    for v, c in zip(op.operands, carry, strict=True):
-        _copy_each(k, types.shape(v), partial(f.value, v), c, types.elem(v))
     cond, body = op.regions[0].block, op.regions[1].block
+    carry = []
+    kept = _READ_ONLY.get()
+    for v, r, a, new in zip(op.operands, op.results, body.args, body.ops[-1].operands,
+                            strict=True):
+        held = lw.buffer_of(v)
+        if new is a and held is not None and held in kept:  # read only: no copy
+            lw.bind(r, held)
+            carry.append(held)
+            continue
+        carry.append(_buf(lw, r))
+        _copy_each(k, types.shape(v), partial(f.value, v), carry[-1], types.elem(v), _rows(r))
     for block in (cond, body):
         for a, c in zip(block.args, carry, strict=True):
             lw.bind(a, c)
@@ -701,6 +930,33 @@ def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
         loop.yields = [k.branch(loop.carried[0], "i1",
                                 lambda: _iteration(lw, f, op, carry, (outs, direct), {}),
                                 lambda: k.const(False, "i1"))]
+
+
+def _read_only(lw: FuncLowering, op: Op, carry: list[int]) -> frozenset[int]:
+    """The buffers loop kernel ``op`` never writes once its loop runs: those of the
+    carried values its body passes through unchanged and of the values it captures.  A
+    nested loop passes them through by reference (:func:`_inner_loop`): equinox's loops
+    carry a model's weights through every nested loop, a copy per entry (and a uniform
+    copy would keep a split loop on one work-group)."""
+    body = op.regions[1].block
+    passed = {c for c, a, v in zip(carry, body.args, body.ops[-1].operands, strict=True)
+              if v is a}
+    return frozenset(passed | {b for v in _captured(op) if (b := lw.buffer_of(v)) is not None})
+
+
+@contextmanager
+def _reading_only(buffers: frozenset[int]) -> Iterator[None]:
+    """Build a loop kernel whose loop never writes ``buffers`` (:func:`_read_only`)."""
+    token = _READ_ONLY.set(buffers)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+_READ_ONLY: ContextVar[frozenset[int]] = ContextVar("device_loop_read_only",
+                                                     default=frozenset())
+"""The buffers the loop kernel being built never writes once its loop runs."""
 
 
 def _trip_bound(op: Op) -> int | None:
@@ -754,10 +1010,12 @@ def _scatter(lw: FuncLowering, f: Fused, op: Op) -> None:
     computation and repeated indices; an element outside the result is dropped)."""
     k = f.k
     outs = [_buf(lw, r) for r in op.results]
+    rows = _rows(op.results[0])
     for v, out in zip(op.operand_group("inputs"), outs, strict=True):
-        _copy_each(k, types.shape(v), partial(f.value, v), out, types.elem(v))
+        _copy_each(k, types.shape(v), partial(f.value, v), out, types.elem(v), rows)
     _each(k, types.shape(op.operand_group("updates")[0]),
-          lambda uidx: scatter_gather.apply_update(f, op, outs, uidx))
+          lambda uidx: scatter_gather.apply_update(f, op, outs, uidx),
+          None if rows is None else row_split.scatter_update_dim(op, rows))
 
 
 _READ_THROUGH = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
