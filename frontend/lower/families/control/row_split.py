@@ -206,26 +206,26 @@ def _rule(o: Op, split: list[tuple[Value, int]], extent: int) -> int:
     if name in _KEEP_SHAPE:
         return _same(split, rshape)
     if name == "stablehlo.broadcast_in_dim":
-        (v, d), = split
+        v, d = _one(split)
         e = o.ints_attr("broadcast_dimensions")[d]
         return _whole(rshape, e, extent)
     if name == "stablehlo.reshape":
-        (v, d), = split
+        v, d = _one(split)
         shape = types.shape(v)
         for e, n in enumerate(rshape):
             if n == shape[d] and prod(rshape[:e]) == prod(shape[:d]):
                 return _whole(rshape, e, extent)
         raise _Mixed
     if name == "stablehlo.transpose":
-        (v, d), = split
+        v, d = _one(split)
         return _whole(rshape, o.ints_attr("permutation").index(d), extent)
     if name == "stablehlo.slice":
-        (v, d), = split
+        v, d = _one(split)
         if o.ints_attr("start_indices")[d] != 0 or o.ints_attr("strides")[d] != 1:
             raise _Mixed
         return _whole(rshape, d, extent)
     if name == "stablehlo.dynamic_slice":
-        (v, d), = split
+        v, d = _one(split)
         if v is not o.operands[0]:
             raise _Mixed  # a split start index
         return _whole(rshape, d, extent)  # the whole dimension: its start clamps to 0
@@ -255,6 +255,13 @@ def _rule(o: Op, split: list[tuple[Value, int]], extent: int) -> int:
             raise _Mixed
         return _whole(rshape, d - sum(1 for x in reduced if x < d), extent)
     raise _Mixed
+
+
+def _one(split: list[tuple[Value, int]]) -> tuple[Value, int]:
+    """The one split operand of an op that reads one."""
+    if len(split) != 1:
+        raise _Mixed
+    return split[0]
 
 
 def _same(split: list[tuple[Value, int]], shape: tuple[int, ...] | None) -> int:
