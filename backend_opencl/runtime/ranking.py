@@ -103,7 +103,8 @@ def choose(
 ) -> tuple[int, str]:
     """The index of the device to use and why ("chosen: ...").
 
-    ``spec`` (an index, or text matched case-insensitively against the labels) wins; then
+    ``spec`` (an index, or text matched case-insensitively against the labels; the
+    devices of a platform it names before devices whose names hold it) wins; then
     ``env[TLC_DEVICE]``; then the automatic order.  Raises :class:`DeviceError` when
     there is no device or the spec matches none.
     """
@@ -128,6 +129,9 @@ def _by_spec(candidates: Sequence[Candidate], spec: str | int, origin: str) -> t
     hits = [i for i, c in enumerate(candidates) if _matches(c, text)]
     if not hits:
         raise DeviceError(_no_match(candidates, f"{origin} matches no device"))
+    # A spec naming a platform picks its devices over devices whose names hold it: on an
+    # Intel CPU, PoCL's device is "...Intel(R) Xeon(R)..." and "intel" means Intel's runtime.
+    hits = [i for i in hits if _matches_platform(candidates[i], text)] or hits
     i = best(candidates, hits)
     extra = f" ({len(hits)} devices match; took the best ranked)" if len(hits) > 1 else ""
     return i, f"chosen: {origin}{extra}"
@@ -138,6 +142,12 @@ def _matches(c: Candidate, text: str) -> bool:
     if low == PYPI_SPEC:
         return c.is_pocl and not c.is_system_driver
     return low in c.label.lower()
+
+
+def _matches_platform(c: Candidate, text: str) -> bool:
+    """Whether ``text`` is in ``c``'s platform and driver ("platform [driver]"), the part
+    of its label before the device's name."""
+    return text.lower() in c.label.split(": ", 1)[0].lower()
 
 
 def _no_match(candidates: Sequence[Candidate], what: str) -> str:

@@ -109,6 +109,19 @@ def test_spec_matching_several_takes_the_best_ranked() -> None:
     assert "2 devices match" in reason
 
 
+def test_a_spec_naming_a_platform_beats_device_names_holding_it() -> None:
+    """On an Intel CPU PoCL's device name holds "Intel", and PoCL ranks first: "intel"
+    must still mean Intel's runtime (CI's Intel slice took PoCL on a Xeon)."""
+    pocl_on_xeon = Candidate("Portable Computing Language [PoCL 3.1+debian, system]: "
+                             "pthread-skylake-avx512-Intel(R) Xeon(R) Processor", "cpu", True,
+                             True, "3.1+debian")
+    devices = [pocl_on_xeon, INTEL_CPU]
+    assert choose(devices, None, {"TLC_DEVICE": "intel"})[0] == 1
+    assert choose(devices, "intel")[0] == 1
+    assert choose(devices, "xeon")[0] == 0  # in both device names: the best ranked
+    assert choose([pocl_on_xeon], "intel")[0] == 0  # no platform of the name: device names
+
+
 @pytest.mark.parametrize("spec", ["foo", 3, "-1"])
 def test_bad_spec_lists_the_devices(spec: str | int) -> None:
     with pytest.raises(DeviceError) as err:
