@@ -26,7 +26,9 @@ no later phase of the iteration reads the old value of are computed straight int
 carried buffers (:func:`_direct`); a scan's input projection is hoisted before the loop
 when large enough (:mod:`.loop_projection`); carried buffers initialized
 from constants are initialized by the loop kernel instead of launches of their own
-(:func:`_fold_inits`).
+(:func:`_fold_inits`).  A loop whose iterations never mix the rows of a batch runs on
+several work-groups, each all iterations of its rows (:mod:`.row_split`,
+:func:`_split_kernel`).
 """
 
 from __future__ import annotations
