@@ -28,6 +28,8 @@ def memref(dtype: str, n: int, local: bool = False) -> str:
     return f"memref<{dtype}x{max(n, 1)}{',local' if local else ''}>"
 
 
+_REFLEXIVE = ("eq", "le", "ge")
+"""The ``cmp`` conditions every value satisfies with itself (but a float NaN)."""
 LOCAL_SCRATCH_BYTES = 16384
 """The most local memory a kernel's private buffers take (:attr:`KernelBuilder.
 private_from`); the rest stay buffer parameters.  Half the 32 KiB an OpenCL device has at
@@ -189,7 +191,10 @@ class KernelBuilder:
         return self.emit(f"arith.{op} {args} : {dtype}")
 
     def cmp(self, cond: str, a: str, b: str, dtype: str) -> str:
-        """``cmp.cond``: an i1."""
+        """``cmp.cond``: an i1.  An integer compared with itself is a constant (the C
+        compiler warns of such a self-comparison; a float's is the NaN test)."""
+        if a == b and not dtype.startswith(("f", "bf", "c")):
+            return self.const(cond in _REFLEXIVE, "i1")
         return self.emit(f"cmp.{cond} {a}, {b} : {dtype}")
 
     def cast(self, a: str, src: str, dst: str) -> str:
