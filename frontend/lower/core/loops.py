@@ -108,3 +108,21 @@ def _constant(v: Value) -> int | None:
     if array.dtype.kind not in "iu":
         return None
     return int(array.reshape(-1)[0])
+
+
+def captured(op: Op) -> list[Value]:
+    """Values used in ``op``'s regions (nested ones too) but defined outside it."""
+    inside: set[Value] = set()
+    used: list[Value] = []
+    for region in op.regions:
+        _walk(region.block, inside, used)
+    return [v for v in used if v not in inside]
+
+
+def _walk(block: Block, inside: set[Value], used: list[Value]) -> None:
+    inside.update(block.args)
+    for o in block.ops:
+        used.extend(o.operands)
+        inside.update(o.results)
+        for region in o.regions:
+            _walk(region.block, inside, used)

@@ -120,7 +120,7 @@ def lower(lw: FuncLowering, op: Op, carry: list[int], trips: TripCount | None) -
             or _work(cond, in_place, {}) + _work(body, in_place, found) > MAX_WORK:
         return False
     hoisted = {dot: (h, loop_projection.compute(lw, h)) for dot, h in found.items()}
-    captured = _captured(op)
+    captured = loops.captured(op)
     prologue = [(v, lw.buffer_for(v)) for v in captured if _computed_first(lw, v)]
     for v, c in prologue:
         lw.bind(v, c)
@@ -218,7 +218,7 @@ def _split_kernel(lw: FuncLowering, op: Op, carry: list[int],
     here."""
     hoisted, inits = before
     count, flag = trips
-    cond, body = op.regions[0].block, op.regions[1].block
+    body = op.regions[1].block
     results = body.ops[-1].operands
     uniform = [i for i, (a, v) in enumerate(zip(body.args, results, strict=True))
                if v is not a and _in_place(lw, body, i) is None and split.dim(a) is None]
@@ -230,29 +230,15 @@ def _split_kernel(lw: FuncLowering, op: Op, carry: list[int],
             state = list(carry)
             for i in uniform:
                 state[i] = lw.new_buffer(types.elem(results[i]), types.shape(results[i]))
-            for block in (cond, body):
-                for a, c in zip(block.args, state, strict=True):
-                    lw.bind(a, c)
-            _bind_computed(lw, cond.ops + body.ops)
+            written = _bind_blocks(lw, op, state)
             _claim_local(lw, k, split)
-            direct = _direct(lw, body)
-            outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
-                    else lw.buffer_for(v) for i, v in enumerate(results)]
             k.attributes = f"work_group_size({WORK_ITEMS},1)"
             slot = rows.group if count is None else 0
             for i, home in zip(uniform, homes, strict=True):
                 _copy_state(lw, k, results[i], (carry[i] if count is not None else home, slot),
                             (state[i], 0))
-            if count is not None:
-                with k.loop(0, count, [], []):
-                    _body(lw, f, op, state, (outs, direct), hoisted)
-            else:
-                go = k.const(True, "i1")
-                with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
-                    loop.yields = [k.branch(loop.carried[0], "i1",
-                                            lambda: _iteration(lw, f, op, state,
-                                                               (outs, direct), hoisted),
-                                            lambda: k.const(False, "i1"))]
+            go = _iterations(lw, f, op, state, written, hoisted, count)
+            if go is not None:
                 for i, home in zip(uniform, homes, strict=True):
                     _copy_state(lw, k, results[i], (state[i], 0), (home, rows.group))
             first = k.cmp("eq", rows.group, k.const(0, "index"), "index")
@@ -260,8 +246,8 @@ def _split_kernel(lw: FuncLowering, op: Op, carry: list[int],
                 for i, home in zip(uniform, homes, strict=True):
                     _copy_state(lw, k, results[i], (state[i], 0),
                                 (home if count is not None else carry[i], 0))
-                if count is None:
-                    _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
+                if go is not None:
+                    _each(k, (), lambda idx: k.store(go, flag, "i1", 1, 0))
             _check_private(lw, k, split)
     except CompileError:
         return []
@@ -349,33 +335,60 @@ def _kernel(lw: FuncLowering, op: Op, carry: list[int], trips: tuple[int | None,
     first."""
     hoisted, inits = before
     count, flag = trips
-    cond, body = op.regions[0].block, op.regions[1].block
     with lw.kernel("while") as (k, f), _reading_only(_read_only(lw, op, carry)):
         k.private_from = len(lw.buffers)  # what the iterations compute: written, then read
-        for block in (cond, body):
-            for a, c in zip(block.args, carry, strict=True):
-                lw.bind(a, c)
-        _bind_computed(lw, cond.ops + body.ops)
-        direct = _direct(lw, body)
-        outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
-                else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
+        written = _bind_blocks(lw, op, carry)
         k.attributes = f"work_group_size({WORK_ITEMS},1)"
         for v, c in inits:
             buf = lw.env.pop(v)
             _store_all(lw, f, v, c)
             lw.env[v] = buf
-        if count is not None:  # no condition, no branches: the body, count times
-            with k.loop(0, count, [], []):
-                _body(lw, f, op, carry, (outs, direct), hoisted)
-            return Launch(k.name, tuple(k.params), 1)
-        go = k.const(True, "i1")
-        with k.loop(0, CHUNK_TRIPS, [go], ["i1"]) as loop:
-            loop.yields = [k.branch(loop.carried[0], "i1",
-                                    lambda: _iteration(lw, f, op, carry, (outs, direct),
-                                                       hoisted),
-                                    lambda: k.const(False, "i1"))]
-        _each(k, (), lambda idx: k.store(loop.results[0], flag, "i1", 1, 0))
+        go = _iterations(lw, f, op, carry, written, hoisted, count)
+        if go is not None:
+            _each(k, (), lambda idx: k.store(go, flag, "i1", 1, 0))
     return Launch(k.name, tuple(k.params), 1)
+
+
+Written = tuple[list[int | None], list[int]]
+"""How a loop's body results are written (:func:`_body`): the temporaries of those
+computed before their carried buffers are updated (None: written otherwise), and the
+order of those computed straight into their carried buffers (:func:`_direct`)."""
+
+
+def _bind_blocks(lw: FuncLowering, op: Op, carry: list[int], computed: bool = True
+                 ) -> Written:
+    """Bind the arguments of loop ``op``'s condition and body to the buffers ``carry``
+    and, unless a loop around it did (``computed``), its computed ops' results to scratch
+    buffers (:func:`_bind_computed`); how its body's results are written."""
+    cond, body = op.regions[0].block, op.regions[1].block
+    for block in (cond, body):
+        for a, c in zip(block.args, carry, strict=True):
+            lw.bind(a, c)
+    if computed:
+        _bind_computed(lw, cond.ops + body.ops)
+    direct = _direct(lw, body)
+    outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
+            else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
+    return outs, direct
+
+
+def _iterations(lw: FuncLowering, f: Fused, op: Op, carry: list[int], written: Written,
+                hoisted: Hoists, count: int | None, bound: int = CHUNK_TRIPS) -> str | None:
+    """Loop ``op``'s iterations: with a ``count``, the body that many times (no
+    condition, no branches), and None; else at most ``bound``, each evaluating the
+    condition and, while it holds, the body (:func:`_iteration`), and whether the loop
+    may go on."""
+    k = f.k
+    if count is not None:
+        with k.loop(0, count, [], []):
+            _body(lw, f, op, carry, written, hoisted)
+        return None
+    go = k.const(True, "i1")
+    with k.loop(0, bound, [go], ["i1"]) as loop:
+        loop.yields = [k.branch(loop.carried[0], "i1",
+                                lambda: _iteration(lw, f, op, carry, written, hoisted),
+                                lambda: k.const(False, "i1"))]
+    return loop.results[0]
 
 
 def _fold_inits(lw: FuncLowering, op: Op, carry: list[int]) -> list[tuple[Value, int]]:
@@ -405,7 +418,7 @@ def _fold_inits(lw: FuncLowering, op: Op, carry: list[int]) -> list[tuple[Value,
 
 
 def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-               outs: tuple[list[int | None], list[int]], hoisted: Hoists) -> str:
+               outs: Written, hoisted: Hoists) -> str:
     """One iteration: the condition; when it holds, the body.  Returns the condition."""
     cond = op.regions[0].block
     k = f.k
@@ -417,7 +430,7 @@ def _iteration(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
 
 
 def _body(lw: FuncLowering, f: Fused, op: Op, carry: list[int],
-          written: tuple[list[int | None], list[int]], hoisted: Hoists) -> None:
+          written: Written, hoisted: Hoists) -> None:
     """The body: its reductions and dots; its results into temporaries ``outs`` (then
     read from there), those in ``direct`` straight into their carried buffers, in that
     order (:func:`_direct`); the in-place slice updates; the temporaries into ``carry``."""
@@ -907,7 +920,7 @@ def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
     set from its operands, then at most :func:`_trip_bound` iterations, each evaluating
     the condition and, while it holds, the body (:func:`_iteration`)."""
     k = f.k
-    cond, body = op.regions[0].block, op.regions[1].block
+    body = op.regions[1].block
     carry = []
     kept = _READ_ONLY.get()
     for v, r, a, new in zip(op.operands, op.results, body.args, body.ops[-1].operands,
@@ -919,19 +932,10 @@ def _inner_loop(lw: FuncLowering, f: Fused, op: Op) -> None:
             continue
         carry.append(_buf(lw, r))
         _copy_each(k, types.shape(v), partial(f.value, v), carry[-1], types.elem(v), _rows(r))
-    for block in (cond, body):
-        for a, c in zip(block.args, carry, strict=True):
-            lw.bind(a, c)
-    direct = _direct(lw, body)
-    outs = [None if v is body.args[i] or _in_place(lw, body, i) or i in direct
-            else lw.buffer_for(v) for i, v in enumerate(body.ops[-1].operands)]
+    written = _bind_blocks(lw, op, carry, computed=False)
     bound = _trip_bound(op)
     assert bound is not None
-    go = k.const(True, "i1")
-    with k.loop(0, bound, [go], ["i1"]) as loop:
-        loop.yields = [k.branch(loop.carried[0], "i1",
-                                lambda: _iteration(lw, f, op, carry, (outs, direct), {}),
-                                lambda: k.const(False, "i1"))]
+    _iterations(lw, f, op, carry, written, {}, None, bound)
 
 
 def _read_only(lw: FuncLowering, op: Op, carry: list[int]) -> frozenset[int]:
@@ -943,7 +947,7 @@ def _read_only(lw: FuncLowering, op: Op, carry: list[int]) -> frozenset[int]:
     body = op.regions[1].block
     passed = {c for c, a, v in zip(carry, body.args, body.ops[-1].operands, strict=True)
               if v is a}
-    return frozenset(passed | {b for v in _captured(op) if (b := lw.buffer_of(v)) is not None})
+    return frozenset(passed | {b for v in loops.captured(op) if (b := lw.buffer_of(v)) is not None})
 
 
 @contextmanager
@@ -1052,21 +1056,3 @@ def _computed_first(lw: FuncLowering, v: Value) -> bool:
     return isinstance(op, Op) and op.name == "stablehlo.transpose" \
         and lw.buffer_of(v) is None and types.size(v) <= PROLOGUE_MAX \
         and lw.buffer_of(op.operands[0]) is not None
-
-
-def _captured(op: Op) -> list[Value]:
-    """Values used in ``op``'s regions but defined outside it."""
-    inside: set[Value] = set()
-    used: list[Value] = []
-    for region in op.regions:
-        _walk(region.block, inside, used)
-    return [v for v in used if v not in inside]
-
-
-def _walk(block: Block, inside: set[Value], used: list[Value]) -> None:
-    inside.update(block.args)
-    for o in block.ops:
-        used.extend(o.operands)
-        inside.update(o.results)
-        for region in o.regions:
-            _walk(region.block, inside, used)

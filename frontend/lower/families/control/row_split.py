@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from math import prod
 
 from frontend.ir.core import Block, Op, Value
-from frontend.lower.core import types
+from frontend.lower.core import loops, types
 from frontend.lower.core.fused import ELEMENTWISE
 
 GROUPS = 2
@@ -194,9 +194,7 @@ def _inner_from(op: Op, extent: int, dims: dict[Value, int], carried: dict[int, 
 
 def _reads_inside(o: Op, dims: Mapping[Value, int]) -> bool:
     """Whether a region of ``o`` reads a split value defined outside it."""
-    return any(v in dims for region in o.regions for x in region.block.ops
-               for v in x.operands) or any(_reads_inside(x, dims) for region in o.regions
-                                           for x in region.block.ops)
+    return any(v in dims for v in loops.captured(o))
 
 
 def _rule(o: Op, split: list[tuple[Value, int]], extent: int) -> int:
