@@ -43,7 +43,7 @@ def literal(value: object, dtype: str) -> str:
     if dtype.startswith("c"):
         c = as_complex(value)
         return f"[{_float(c.real)}, {_float(c.imag)}]"
-    if dtype.startswith(("f", "bf")):
+    if types.is_float(dtype):
         return _float(as_float(value))
     return str(as_int(value))
 
@@ -193,7 +193,7 @@ class KernelBuilder:
     def cmp(self, cond: str, a: str, b: str, dtype: str) -> str:
         """``cmp.cond``: an i1.  An integer compared with itself is a constant (the C
         compiler warns of such a self-comparison; a float's is the NaN test)."""
-        if a == b and not dtype.startswith(("f", "bf", "c")):
+        if a == b and not (types.is_float(dtype) or dtype in types.COMPLEX_PARTS):
             return self.const(cond in _REFLEXIVE, "i1")
         return self.emit(f"cmp.{cond} {a}, {b} : {dtype}")
 

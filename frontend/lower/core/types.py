@@ -31,6 +31,11 @@ COMPLEX_PARTS = {"c32": "f32", "c64": "f64"}
 _COMPLEX_OF = {part: c for c, part in COMPLEX_PARTS.items()}
 
 
+def is_float(t: str) -> bool:
+    """Whether scalar type ``t`` is a real float (bf16, f16-f64, the narrow f8/f6/f4)."""
+    return t.startswith(("f", "bf"))
+
+
 def scalar_name(element: object) -> str | None:
     """The tensor-language scalar type holding ``element``, or None when unsupported.
 

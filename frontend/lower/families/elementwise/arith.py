@@ -109,7 +109,7 @@ def compare(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     a, b = f.operands(op, idx)
     t = types.elem(op.operand("lhs"))
     cond = _COND[str(op.attr("comparison_direction"))]
-    if str(op.attr("compare_type", "")) == "TOTALORDER" and _is_float(t):
+    if str(op.attr("compare_type", "")) == "TOTALORDER" and types.is_float(t):
         a, b = total_order_key(f, a, t), total_order_key(f, b, t)
         t = INT_OF.get(t, "i32")  # narrow floats compare as their f32 values
     if t == "i1" and cond not in ("eq", "ne"):
@@ -155,12 +155,8 @@ def convert(f: Fused, op: Op, idx: list[IndexExpr]) -> str:
     if src.startswith("c") and not dst.startswith("c"):  # the real part
         a, src = f.k.math("real", a, None, src), ("f32" if src == "c32" else "f64")
     if dst == "i1":
-        return f.k.cmp("ne", a, f.k.const(0.0 if _is_float(src) else 0, src), src)
+        return f.k.cmp("ne", a, f.k.const(0.0 if types.is_float(src) else 0, src), src)
     return f.k.cast(a, src, dst)
-
-
-def _is_float(t: str) -> bool:
-    return t.startswith(("f", "bf"))
 
 
 def minmax(f: Fused, a: str, b: str, t: str, cond: str) -> str:
@@ -171,7 +167,7 @@ def minmax(f: Fused, a: str, b: str, t: str, cond: str) -> str:
     if t.startswith("c"):
         return k.select(_complex_order(f, a, b, t, cond), a, b, t)
     pick = k.select(k.cmp(cond, a, b, t), a, b, t)
-    if not _is_float(t):
+    if not types.is_float(t):
         return pick
     pick = k.select(k.cmp("ne", b, b, t), b, pick, t)
     return k.select(k.cmp("ne", a, a, t), a, pick, t)
