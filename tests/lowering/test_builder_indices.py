@@ -102,8 +102,7 @@ def test_an_integer_compared_with_itself_is_a_constant() -> None:
     assert [k.cmp(c, x, x, "i32") for c in ("lt", "le", "eq", "ne", "gt", "ge")] == [
         k.const(False, "i1"), k.const(True, "i1"), k.const(True, "i1"),
         k.const(False, "i1"), k.const(False, "i1"), k.const(True, "i1")]
-    assert not any(line.lstrip().startswith(("%t", "cmp")) and "cmp." in line
-                   for line in k.lines)
+    assert not any("cmp." in line for line in k.lines)
     y = k.emit("constant 1.5 -> f32", "c")
     nan_test = k.cmp("ne", y, y, "f32")
     assert f"{nan_test} = cmp.ne {y}, {y} : f32" in "\n".join(k.lines)

@@ -34,42 +34,52 @@ def dot(result: str, lhs: tuple[str, str], rhs: tuple[str, str], out: str) -> st
             f"[0] : ({lhs[1]}, {rhs[1]}) -> {out}")
 
 
+def counted(carried: list[tuple[str, str, str]], body: str, results: list[str]) -> str:
+    """``%r``: a loop of ``T`` steps carrying the counter ``%i`` (result 0) and
+    ``carried`` (name, initial value, type); ``body`` gives their new ``results``."""
+    inits = ", ".join(f"{name} = {value}" for name, value, _ in carried)
+    kinds = ", ".join(t for _, _, t in carried)
+    return f"""  %c0 = stablehlo.constant dense<0> : {I32}
+  %r:{len(carried) + 1} = stablehlo.while(%i = %c0, {inits}) : {I32}, {kinds}
+   cond {{
+    %n = stablehlo.constant dense<{T}> : {I32}
+    %p = stablehlo.compare LT, %i, %n, SIGNED : ({I32}, {I32}) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    {body}
+    %one = stablehlo.constant dense<1> : {I32}
+    %j = stablehlo.add %i, %one : {I32}
+    stablehlo.return %j, {", ".join(results)} : {I32}, {kinds}
+  }}"""
+
+
 def rnn(cell: str = "", mixed: str = "") -> str:
     """An RNN scan over ``T`` steps: ``h = tanh(x_t @ W + h @ U + b)`` (``cell`` may
     rewrite ``%hn`` from ``%h1``), the states stacked in ``ys``; returns the last state,
     the stack and the counter.  ``mixed`` is extra body text (its ``%m`` replaces
     ``%hn`` in the carry)."""
     carry = "%m" if mixed else "%hn"
-    return module(f"(%xs: {_t(T, B, D)}, %w: {_t(D, H)}, %u: {_t(H, H)}, %b: {_t(H)}, "
-                  f"%h0: {_t(B, H)}) -> ({_t(B, H)}, {_t(T, B, H)}, tensor<i32>)", f"""
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %zs = stablehlo.constant dense<0.0> : {_t(T, B, H)}
-  %r:3 = stablehlo.while(%i = %c0, %h = %h0, %ys = %zs) : tensor<i32>, {_t(B, H)}, {_t(T, B, H)}
-   cond {{
-    %n = stablehlo.constant dense<{T}> : tensor<i32>
-    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %p : tensor<i1>
-  }} do {{
-    %z = stablehlo.constant dense<0> : tensor<i32>
+    body = f"""%z = stablehlo.constant dense<0> : {I32}
     %xt = stablehlo.dynamic_slice %xs, %i, %z, %z, sizes = [1, {B}, {D}]
         : ({TBD}, {I32}, {I32}, {I32}) -> {_t(1, B, D)}
-    %x2 = stablehlo.reshape %xt : ({_t(1, B, D)}) -> {_t(B, D)}
+    %x2 = stablehlo.reshape %xt : ({_t(1, B, D)}) -> {BD}
     {dot("%px", ("%x2", BD), ("%w", DH), BH)}
     {dot("%ph", ("%h", BH), ("%u", HH), BH)}
-    %s = stablehlo.add %px, %ph : {_t(B, H)}
-    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : ({_t(H)}) -> {_t(B, H)}
-    %s2 = stablehlo.add %s, %bb : {_t(B, H)}
-    %h1 = stablehlo.tanh %s2 : {_t(B, H)}
-    {cell or "%hn = stablehlo.negate %h1 : " + _t(B, H)}
+    %s = stablehlo.add %px, %ph : {BH}
+    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : ({_t(H)}) -> {BH}
+    %s2 = stablehlo.add %s, %bb : {BH}
+    %h1 = stablehlo.tanh %s2 : {BH}
+    {cell or "%hn = stablehlo.negate %h1 : " + BH}
     {mixed}
-    %h3 = stablehlo.reshape {carry} : ({_t(B, H)}) -> {_t(1, B, H)}
+    %h3 = stablehlo.reshape {carry} : ({BH}) -> {_t(1, B, H)}
     %ys2 = stablehlo.dynamic_update_slice %ys, %h3, %i, %z, %z
-        : ({TBH}, {_t(1, B, H)}, {I32}, {I32}, {I32}) -> {TBH}
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, {carry}, %ys2 : tensor<i32>, {_t(B, H)}, {_t(T, B, H)}
-  }}
-  return %r#1, %r#2, %r#0 : {_t(B, H)}, {_t(T, B, H)}, tensor<i32>""")
+        : ({TBH}, {_t(1, B, H)}, {I32}, {I32}, {I32}) -> {TBH}"""
+    loop = counted([("%h", "%h0", BH), ("%ys", "%zs", TBH)], body, [carry, "%ys2"])
+    return module(f"(%xs: {TBD}, %w: {DH}, %u: {HH}, %b: {_t(H)}, %h0: {BH}) -> "
+                  f"({BH}, {TBH}, {I32})", f"""
+  %zs = stablehlo.constant dense<0.0> : {TBH}
+{loop}
+  return %r#1, %r#2, %r#0 : {BH}, {TBH}, {I32}""")
 
 
 def rnn_numpy(xs: np.ndarray, w: np.ndarray, u: np.ndarray, b: np.ndarray, h: np.ndarray,
@@ -163,21 +173,10 @@ def test_rows_moved_between_rows_keep_one_work_group() -> None:
 
 def test_rows_along_the_second_dimension(uncached: None) -> None:
     """The state stored [H, B]: the product splits the gemm's other operand."""
-    text = module(f"(%u: {_t(H, H)}, %h0: {_t(H, B)}) -> {_t(H, B)}", f"""
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:2 = stablehlo.while(%i = %c0, %h = %h0) : tensor<i32>, {_t(H, B)}
-   cond {{
-    %n = stablehlo.constant dense<{T}> : tensor<i32>
-    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %p : tensor<i1>
-  }} do {{
-    {dot("%ph", ("%u", HH), ("%h", HB), HB)}
-    %hn = stablehlo.tanh %ph : {_t(H, B)}
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, %hn : tensor<i32>, {_t(H, B)}
-  }}
-  return %r#1 : {_t(H, B)}""")
+    body = f"""{dot("%ph", ("%u", HH), ("%h", HB), HB)}
+    %hn = stablehlo.tanh %ph : {HB}"""
+    text = module(f"(%u: {HH}, %h0: {HB}) -> {HB}",
+                  f"{counted([('%h', '%h0', HB)], body, ['%hn'])}\n  return %r#1 : {HB}")
     assert _loop_groups(text) == [row_split.GROUPS]
     u, h0 = rand((H, H)) * 0.3, rand((H, B))
     want = h0.astype(np.float64)
@@ -190,24 +189,14 @@ def test_a_uniform_carry_past_local_memory_keeps_one_work_group(uncached: None) 
     """A uniform value of 32 KiB carried beside the rows: every work-group would write
     it into one buffer, so the loop stays on one work-group."""
     big = _t(64, 128)
-    text = module(f"(%u: {_t(H, H)}, %h0: {_t(B, H)}, %s0: {big}) -> ({_t(B, H)}, {big})", f"""
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:3 = stablehlo.while(%i = %c0, %h = %h0, %s = %s0) : tensor<i32>, {_t(B, H)}, {big}
-   cond {{
-    %n = stablehlo.constant dense<{T}> : tensor<i32>
-    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %p : tensor<i1>
-  }} do {{
-    {dot("%ph", ("%h", BH), ("%u", HH), BH)}
-    %hn = stablehlo.tanh %ph : {_t(B, H)}
+    body = f"""{dot("%ph", ("%h", BH), ("%u", HH), BH)}
+    %hn = stablehlo.tanh %ph : {BH}
     %half = stablehlo.constant dense<0.5> : {big}
     %sn = stablehlo.multiply %s, %half : {big}
-    %sm = stablehlo.add %sn, %half : {big}
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %j, %hn, %sm : tensor<i32>, {_t(B, H)}, {big}
-  }}
-  return %r#1, %r#2 : {_t(B, H)}, {big}""")
+    %sm = stablehlo.add %sn, %half : {big}"""
+    loop = counted([("%h", "%h0", BH), ("%s", "%s0", big)], body, ["%hn", "%sm"])
+    text = module(f"(%u: {HH}, %h0: {BH}, %s0: {big}) -> ({BH}, {big})",
+                  f"{loop}\n  return %r#1, %r#2 : {BH}, {big}")
     assert row_split.find(_while(text), []) is not None
     assert _loop_groups(text) == [1]
     u, h0, s0 = rand((H, H)) * 0.3, rand((B, H)), rand((64, 128))
