@@ -373,18 +373,18 @@ def _bind_blocks(lw: FuncLowering, op: Op, carry: list[int], computed: bool = Tr
 
 
 def _iterations(lw: FuncLowering, f: Fused, op: Op, carry: list[int], written: Written,
-                hoisted: Hoists, count: int | None, bound: int = CHUNK_TRIPS) -> str | None:
+                hoisted: Hoists, count: int | None, bound: int | None = None) -> str | None:
     """Loop ``op``'s iterations: with a ``count``, the body that many times (no
     condition, no branches), and None; else at most ``bound``, each evaluating the
     condition and, while it holds, the body (:func:`_iteration`), and whether the loop
-    may go on."""
+    may go on (``bound`` :data:`CHUNK_TRIPS` unless given, read when called)."""
     k = f.k
     if count is not None:
         with k.loop(0, count, [], []):
             _body(lw, f, op, carry, written, hoisted)
         return None
     go = k.const(True, "i1")
-    with k.loop(0, bound, [go], ["i1"]) as loop:
+    with k.loop(0, CHUNK_TRIPS if bound is None else bound, [go], ["i1"]) as loop:
         loop.yields = [k.branch(loop.carried[0], "i1",
                                 lambda: _iteration(lw, f, op, carry, written, hoisted),
                                 lambda: k.const(False, "i1"))]
