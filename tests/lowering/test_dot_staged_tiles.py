@@ -15,7 +15,7 @@ def test_tile_rows() -> None:
     assert tile_rows(8, 128, True) == 128
     assert tile_rows(1, 128, True) == 64      # 128 would leave one work-group
     assert tile_rows(1, 64, True) == TILE_M   # so would 64
-    assert tile_rows(3, 20, True) == TILE_M   # one tile of 32 covers it
+    assert tile_rows(3, 20, True) == TILE_M   # one tile covers it
     assert tile_rows(8, 512, False) == TILE_M
 
 
