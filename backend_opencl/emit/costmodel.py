@@ -128,13 +128,20 @@ STAGE_BYTES = 16 * 1024
 """Local memory one staged panel chunk may take (fits a CPU core's L1 and any GPU's
 local memory next to the kernel's own allocas)."""
 MAX_STAGE_DEPTH = 256
-STAGE_A_BYTES = 8 << 20
-"""On CPUs an A that is not transposed is staged too when it is larger than this: its
-panel rows lie a whole column apart, so each k of a register block touches new cache
-lines and pages of an A far beyond the caches, where a staged chunk is read
-contiguously (PoCL 3.1, Zen 4, f32 gemm through compile_stablehlo, fastest of 7 calls:
-2048^3 84-101 -> 117-121 GFLOP/s; 1024^3, A of 4 MB, was slower staged: 127-143 ->
-112-115)."""
+STAGE_A_BYTES = 128 * 1024
+STAGE_A_COLUMNS = 64
+"""On CPUs an A that is not transposed is staged too when it is larger than
+:data:`STAGE_A_BYTES` and the work-group's tile has at least :data:`STAGE_A_COLUMNS`
+columns (each staged chunk then serves 8 or more column blocks).  In place, a register
+block's panel rows lie a whole column apart: with a leading dimension of 512 or 1024
+f32 a chunk's lines fall into a few of L1's sets and come from L2 for every column
+block, and where A starts off a cache line (numpy's arrays, often) every vector load
+straddles two lines.  A staged chunk is contiguous and aligned.  Xeon VM (PoCL 3.1,
+interleaved with XLA, us a call, median): 512^3 1315 -> 1303 aligned, 1659 -> 1347
+16 bytes off a line (XLA 1257-1317); 1024^3 12259 -> 10475; batch 64 by 784 x 512
+400 -> 373 and 417 -> 330.  A tile of 32 columns (batch 32 by 784 x 256) was 4% slower
+staged.  (On the Zen 4 VM, before the tiles of 64 columns, 1024^3 had been slower
+staged.)"""
 
 
 def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,
@@ -150,12 +157,14 @@ def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,
     panel is copied once and read contiguously by every column block (measured 1.6-2x
     faster on PoCL, 32^3 and 56x9x9).  A transposed B is broadcast per column either way,
     and a gemv would read its panel only once.  CPUs also stage an A that is not
-    transposed when its size (``a_bytes``, 0: unknown) is over :data:`STAGE_A_BYTES`.
+    transposed when its size (``a_bytes``, 0: unknown) is over :data:`STAGE_A_BYTES` and
+    ``n`` is at least :data:`STAGE_A_COLUMNS`.
     """
     if elem.is_bool or plan.stage is False:
         return None
     if not transposed:
-        return "a" if plan.blocked and n != "1" and a_bytes > STAGE_A_BYTES else None
+        wide = is_literal(n) and int(n) >= STAGE_A_COLUMNS
+        return "a" if plan.blocked and wide and a_bytes > STAGE_A_BYTES else None
     if plan.stage or not plan.blocked:
         return transposed[0]
     return "a" if "a" in transposed and n != "1" else None

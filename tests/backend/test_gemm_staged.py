@@ -19,7 +19,12 @@ import backend_opencl
 import tensorlang
 from backend_opencl.api.compiler import compile_program, lower
 from backend_opencl.emit import Target
-from backend_opencl.emit.costmodel import STAGE_A_BYTES, stage_depth, staged_operand
+from backend_opencl.emit.costmodel import (
+    STAGE_A_BYTES,
+    STAGE_A_COLUMNS,
+    stage_depth,
+    staged_operand,
+)
 from backend_opencl.emit.target import KernelPlan
 from backend_opencl.tools.tune import cache_path, tune
 from tensorlang.ir.types import F32, F64
@@ -147,19 +152,22 @@ def test_cost_model_stages_a_transposed_a_on_cpus_and_any_on_gpus() -> None:
 
 def test_cpus_stage_an_untransposed_a_beyond_the_caches() -> None:
     cpu = KernelPlan((1, 1), 1, False, True)
-    big = STAGE_A_BYTES + 4
-    assert staged_operand(cpu, F32, "", "24", big) == "a"
-    assert staged_operand(cpu, F32, "", "24", STAGE_A_BYTES) is None
+    big, wide = STAGE_A_BYTES + 4, str(STAGE_A_COLUMNS)
+    assert staged_operand(cpu, F32, "", wide, big) == "a"
+    assert staged_operand(cpu, F32, "", "256", big) == "a"
+    assert staged_operand(cpu, F32, "", wide, STAGE_A_BYTES) is None
+    assert staged_operand(cpu, F32, "", "32", big) is None  # 4 column blocks reuse a chunk
+    assert staged_operand(cpu, F32, "", "N", big) is None  # columns unknown
     assert staged_operand(cpu, F32, "", "1", big) is None  # a gemv
-    assert staged_operand(replace(cpu, stage=False), F32, "", "24", big) is None
+    assert staged_operand(replace(cpu, stage=False), F32, "", wide, big) is None
 
 
 LARGE_A = """
-func @large_a(%A: memref<f32x4100x520>, %B: memref<f32x520x20>, %C: memref<f32x4100x20>) {
+func @large_a(%A: memref<f32x4100x520>, %B: memref<f32x520x70>, %C: memref<f32x4100x70>) {
   %one = constant 1.0 : f32
   %zero = constant 0.0 : f32
   gemm.n.n %one, %A, %B, %zero, %C
-    : f32, memref<f32x4100x520>, memref<f32x520x20>, f32, memref<f32x4100x20>
+    : f32, memref<f32x4100x520>, memref<f32x520x70>, f32, memref<f32x4100x70>
 }
 """
 
@@ -167,11 +175,11 @@ func @large_a(%A: memref<f32x4100x520>, %B: memref<f32x520x20>, %C: memref<f32x4
 def test_a_large_untransposed_a_staged_against_numpy(h, rng) -> None:
     """A gemm whose A is 8.5 MB (one work-group: ``compile_stablehlo`` would give each
     work-group a strip of it): staged in K chunks (520 = 4 x 128 + 8), rows and columns
-    that fill no tile (4100, 20), the copy running down the panel's rows; C poisoned."""
+    that fill no tile (4100, 70), the copy running down the panel's rows; C poisoned."""
     module = compile_program(LARGE_A, target=Target())
     assert "local float* L)" in module.source
-    A, B = h.rand(rng, (4100, 520), "f32"), h.rand(rng, (520, 20), "f32")
-    C = h.rand(rng, (4100, 20), "f32")
+    A, B = h.rand(rng, (4100, 520), "f32"), h.rand(rng, (520, 70), "f32")
+    C = h.rand(rng, (4100, 70), "f32")
     C[...] = np.nan
     module.large_a(A, B, C)
     h.close(C, A.astype(np.float64) @ B, "f32")
