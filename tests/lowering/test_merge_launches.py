@@ -127,19 +127,19 @@ SCALE = """
   %s{n} = stablehlo.multiply %r{n}, %g{n} : tensor<{c}xf32>
   %ms{n} = stablehlo.multiply %m{n}, %s{n} : tensor<{c}xf32>
   %bias{n} = stablehlo.subtract %b{n}, %ms{n} : tensor<{c}xf32>
-  %sb{n} = stablehlo.broadcast_in_dim %s{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<64x{c}xf32>
-  %bb{n} = stablehlo.broadcast_in_dim %bias{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<64x{c}xf32>
+  %sb{n} = stablehlo.broadcast_in_dim %s{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<128x{c}xf32>
+  %bb{n} = stablehlo.broadcast_in_dim %bias{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<128x{c}xf32>
   %p{n} = stablehlo.dot_general %{x}, %w{n}, contracting_dims = [1] x [0]
-      : (tensor<64x{k}xf32>, tensor<{k}x{c}xf32>) -> tensor<64x{c}xf32>
-  %q{n} = stablehlo.multiply %p{n}, %sb{n} : tensor<64x{c}xf32>
-  %h{n} = stablehlo.add %q{n}, %bb{n} : tensor<64x{c}xf32>"""
+      : (tensor<128x{k}xf32>, tensor<{k}x{c}xf32>) -> tensor<128x{c}xf32>
+  %q{n} = stablehlo.multiply %p{n}, %sb{n} : tensor<128x{c}xf32>
+  %h{n} = stablehlo.add %q{n}, %bb{n} : tensor<128x{c}xf32>"""
 BATCH_NORMED = module(
-    "(%x: tensor<64x32xf32>, %w1: tensor<32x48xf32>, %g1: tensor<48xf32>, "
+    "(%x: tensor<128x32xf32>, %w1: tensor<32x48xf32>, %g1: tensor<48xf32>, "
     "%v1: tensor<48xf32>, %m1: tensor<48xf32>, %b1: tensor<48xf32>, "
     "%w2: tensor<48x40xf32>, %g2: tensor<40xf32>, %v2: tensor<40xf32>, "
-    "%m2: tensor<40xf32>, %b2: tensor<40xf32>) -> tensor<64x40xf32>",
+    "%m2: tensor<40xf32>, %b2: tensor<40xf32>) -> tensor<128x40xf32>",
     SCALE.format(n=1, c=48, k=32, x="x") + SCALE.format(n=2, c=40, k=48, x="h1")
-    + "\n  return %h2 : tensor<64x40xf32>")
+    + "\n  return %h2 : tensor<128x40xf32>")
 
 
 def test_batch_norm_scales_run_as_one_launch_against_numpy() -> None:
@@ -149,7 +149,7 @@ def test_batch_norm_scales_run_as_one_launch_against_numpy() -> None:
     groups = [s.num_groups for s in launches(lowered.plan.steps)]
     assert groups == [1, 2, 1, 2]
     assert [s.num_groups for s in launches(merged_launches(lowered).plan.steps)] == [1, 2, 2]
-    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    x = RNG.standard_normal((128, 32)).astype(np.float32)  # two row tiles
     layers = []
     for k, c in ((32, 48), (48, 40)):
         w = RNG.standard_normal((k, c)).astype(np.float32)

@@ -120,30 +120,30 @@ def test_frames_agree_with_the_step_by_step_executor(monkeypatch) -> None:
         np.testing.assert_array_equal(x, y)
 
 
-MIXED = """func.func public @main(%x: tensor<64x32xf32>, %w: tensor<32x8xf32>,
-                            %v: tensor<8x128xf32>) -> (tensor<64x128xf64>, tensor<8xf32>) {
+MIXED = """func.func public @main(%x: tensor<128x32xf32>, %w: tensor<32x8xf32>,
+                            %v: tensor<8x128xf32>) -> (tensor<128x128xf64>, tensor<8xf32>) {
   %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
-       : (tensor<64x32xf32>, tensor<32x8xf32>) -> tensor<64x8xf32>
-  %1 = stablehlo.tanh %0 : tensor<64x8xf32>
+       : (tensor<128x32xf32>, tensor<32x8xf32>) -> tensor<128x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<128x8xf32>
   %z = stablehlo.constant dense<0.0> : tensor<f32>
   %2 = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [0]
-       : (tensor<64x8xf32>, tensor<f32>) -> tensor<8xf32>
+       : (tensor<128x8xf32>, tensor<f32>) -> tensor<8xf32>
   %3 = stablehlo.dot_general %1, %v, contracting_dims = [1] x [0]
-       : (tensor<64x8xf32>, tensor<8x128xf32>) -> tensor<64x128xf32>
-  %4 = stablehlo.convert %3 : (tensor<64x128xf32>) -> tensor<64x128xf64>
-  %5 = stablehlo.exponential %4 : tensor<64x128xf64>
+       : (tensor<128x8xf32>, tensor<8x128xf32>) -> tensor<128x128xf32>
+  %4 = stablehlo.convert %3 : (tensor<128x128xf32>) -> tensor<128x128xf64>
+  %5 = stablehlo.exponential %4 : tensor<128x128xf64>
   %6 = stablehlo.dot_general %5, %5, contracting_dims = [1] x [1]
-       : (tensor<64x128xf64>, tensor<64x128xf64>) -> tensor<64x64xf64>
+       : (tensor<128x128xf64>, tensor<128x128xf64>) -> tensor<128x128xf64>
   %7 = stablehlo.dot_general %6, %5, contracting_dims = [1] x [0]
-       : (tensor<64x64xf64>, tensor<64x128xf64>) -> tensor<64x128xf64>
-  return %7, %2 : tensor<64x128xf64>, tensor<8xf32>
+       : (tensor<128x128xf64>, tensor<128x128xf64>) -> tensor<128x128xf64>
+  return %7, %2 : tensor<128x128xf64>, tensor<8xf32>
 }"""
 
 
 def test_buffers_of_other_dtypes_share_a_slot(monkeypatch) -> None:
     """A slot freed by an f32 buffer holds a later f64 one: results as numpy's and as
     the step-by-step executor's, whose buffers are all their own."""
-    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    x = RNG.standard_normal((128, 32)).astype(np.float32)
     w = (RNG.standard_normal((32, 8)) / 5).astype(np.float32)
     v = (RNG.standard_normal((8, 128)) / 5).astype(np.float32)
     framed = _fresh(MIXED)
