@@ -128,7 +128,7 @@ STAGE_BYTES = 16 * 1024
 """Local memory one staged panel chunk may take (fits a CPU core's L1 and any GPU's
 local memory next to the kernel's own allocas)."""
 MAX_STAGE_DEPTH = 256
-STAGE_A_BYTES = 128 * 1024
+STAGE_A_BYTES = 16 * 1024
 STAGE_A_COLUMNS = 64
 """On CPUs an A that is not transposed is staged too when it is larger than
 :data:`STAGE_A_BYTES` and the work-group's tile has at least :data:`STAGE_A_COLUMNS`
@@ -139,8 +139,10 @@ block, and where A starts off a cache line (numpy's arrays, often) every vector 
 straddles two lines.  A staged chunk is contiguous and aligned.  Xeon VM (PoCL 3.1,
 interleaved with XLA, us a call, median): 512^3 1315 -> 1303 aligned, 1659 -> 1347
 16 bytes off a line (XLA 1257-1317); 1024^3 12259 -> 10475; batch 64 by 784 x 512
-400 -> 373 and 417 -> 330.  A tile of 32 columns (batch 32 by 784 x 256) was 4% slower
-staged.  (On the Zen 4 VM, before the tiles of 64 columns, 1024^3 had been slower
+400 -> 373 and 417 -> 330; a strip of 32 rows of a 512 x 256 weight at batch 64 157 ->
+142, 64 x 256 by 256 x 512 140 -> 124, an encoder layer (``transformer_linen``) 2123 ->
+1928 a call; products of 64^3 and 128^3 no slower.  A tile of 32 columns (batch 32 by
+784 x 256) was 4% slower staged.  (On the Zen 4 VM, before the tiles of 64 columns, 1024^3 had been slower
 staged.)"""
 
 
