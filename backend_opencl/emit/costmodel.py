@@ -142,8 +142,8 @@ interleaved with XLA, us a call, median): 512^3 1315 -> 1303 aligned, 1659 -> 13
 400 -> 373 and 417 -> 330; a strip of 32 rows of a 512 x 256 weight at batch 64 157 ->
 142, 64 x 256 by 256 x 512 140 -> 124, an encoder layer (``transformer_linen``) 2123 ->
 1928 a call; products of 64^3 and 128^3 no slower.  A tile of 32 columns (batch 32 by
-784 x 256) was 4% slower staged.  (On the Zen 4 VM, before the tiles of 64 columns, 1024^3 had been slower
-staged.)"""
+784 x 256) was 4% slower staged.  (On the Zen 4 VM, before the tiles of 64 columns,
+1024^3 had been slower staged.)"""
 
 
 def staged_operand(plan: KernelPlan, elem: ScalarType, transposed: str,

@@ -128,7 +128,8 @@ SCALE = """
   %ms{n} = stablehlo.multiply %m{n}, %s{n} : tensor<{c}xf32>
   %bias{n} = stablehlo.subtract %b{n}, %ms{n} : tensor<{c}xf32>
   %sb{n} = stablehlo.broadcast_in_dim %s{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<128x{c}xf32>
-  %bb{n} = stablehlo.broadcast_in_dim %bias{n}, dims = [1] : (tensor<{c}xf32>) -> tensor<128x{c}xf32>
+  %bb{n} = stablehlo.broadcast_in_dim %bias{n}, dims = [1]
+      : (tensor<{c}xf32>) -> tensor<128x{c}xf32>
   %p{n} = stablehlo.dot_general %{x}, %w{n}, contracting_dims = [1] x [0]
       : (tensor<128x{k}xf32>, tensor<{k}x{c}xf32>) -> tensor<128x{c}xf32>
   %q{n} = stablehlo.multiply %p{n}, %sb{n} : tensor<128x{c}xf32>
