@@ -12,9 +12,9 @@ numpy in double precision first.
 
 The operands start on a cache line (64 bytes), as jax's own arrays do: numpy places a
 large array wherever ``malloc`` does (16 or 48 bytes past a line, often), and the vector
-loads of the gemm's register blocks then each straddle two lines (512^3 on the Xeon VM:
-1.15x -> 1.36x XLA's time).  The column ``tlc off-line`` times tlc on copies 16 bytes
-past a line, what plain numpy arrays often get.
+loads of a gemm reading such an A in place each straddle two lines (512^3 on the Xeon
+VM, before tlc staged A: 1.36x XLA's time against 1.15x on a line).  The column ``tlc
+off-line`` times tlc on copies 16 bytes past a line, what plain numpy arrays often get.
 
     .venv/bin/python benchmarks/gemm_peak.py [--sizes 512,1024,2048] [--repeat 15]
 """
