@@ -446,8 +446,8 @@ core (a GPU: one compute unit), and a dense layer at a small batch was one tile:
 equinox's MLP (32 x 784 by 784 x 256, then 256 x 256) took 314 us of device time a call
 on one of the test VM's two cores, 230 us in four strips.  Eight rather than four lets
 the cores share the strips out when one of them is slowed (a shared VM): batch 64 by
-784 x 512 in tiles of 64 x 64, hand-written, 274-366 us a call against 349-365 in
-64 x 128."""
+784 x 512, hand-written kernels in one process, 274 us a call in 8 tiles of 64 x 64
+against 349 in 4 of 64 x 128 (noisy: another run gave the 64 x 64 tiles 366-397)."""
 SPLIT_MACS = 1 << 20
 """Multiply-adds from which a product is split (below, a launch of its own would cost
 more than the product takes on one core, and one-work-group launches merge)."""
