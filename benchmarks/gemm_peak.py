@@ -37,6 +37,7 @@ import machine  # noqa: E402
 
 import backend_opencl  # noqa: E402
 from backend_opencl.runtime import get_device  # noqa: E402
+from backend_opencl.runtime.host import aligned_empty  # noqa: E402
 
 PROGRAM = """
 func.func public @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
@@ -72,9 +73,7 @@ def _peers(a: np.ndarray, b: np.ndarray) -> dict[str, Callable[[], object]]:
 
 def on_line(x: np.ndarray, offset: int = 0) -> np.ndarray:
     """A copy of ``x`` starting ``offset`` bytes past a 64-byte cache line."""
-    raw = np.empty(x.nbytes + 64 + offset, np.uint8)
-    start = -raw.ctypes.data % 64 + offset
-    out = raw[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out = aligned_empty(x.nbytes + offset, 64)[offset:].view(x.dtype).reshape(x.shape)
     out[...] = x
     return out
 

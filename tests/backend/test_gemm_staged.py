@@ -150,7 +150,7 @@ def test_cost_model_stages_a_transposed_a_on_cpus_and_any_on_gpus() -> None:
 
 
 
-def test_cpus_stage_an_untransposed_a_beyond_the_caches() -> None:
+def test_cpus_stage_an_untransposed_a_for_tiles_of_many_columns() -> None:
     cpu = KernelPlan((1, 1), 1, False, True)
     big, wide = STAGE_A_BYTES + 4, str(STAGE_A_COLUMNS)
     assert staged_operand(cpu, F32, "", wide, big) == "a"
