@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from backend_opencl.api.compiler import _kernels_program, lower
+from backend_opencl.emit import Target
 from frontend import parse
 from frontend.lower import lower_function
 from frontend.lower.families.dot.general import MIN_GROUPS, STRIP_MULTIPLE, TILE_M, tile_shape
@@ -49,6 +51,10 @@ CASES = {
                       lambda x, y: x @ y),
     "weight_transposed": ((32, 784), (100, 784), "contracting_dims = [1] x [1]", (32, 100),
                           lambda x, y: x @ y.T),
+    # a tile of 64 batch rows stages each of its 8 strips of the weight
+    # (emit/costmodel.py), in K chunks with a partial last one (784 = 6 x 128 + 16)
+    "staged_weight": ((64, 784), (784, 512), "contracting_dims = [1] x [0]", (64, 512),
+                      lambda x, y: x @ y),
     "batched": ((2, 24, 600), (2, 600, 200),
                 "batching_dims = [0] x [0], contracting_dims = [2] x [1]", (2, 24, 200),
                 lambda x, y: x @ y),
@@ -65,3 +71,11 @@ def test_strips_against_numpy(name: str) -> None:
     x, y = rand(a), rand(b)
     want = np.tanh(ref(x.astype(np.float64), y.astype(np.float64)))
     np.testing.assert_allclose(run(text, x, y)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_wide_tile_stages_its_weight_strip() -> None:
+    """The ``staged_weight`` case's gemm copies its strip of the weight into local memory
+    (the numbers are checked above)."""
+    a, b, dims, out, _ = CASES["staged_weight"]
+    kernels = _kernels_program(lower_function(parse(_program(a, b, dims, out))))
+    assert "local float* L)" in lower(kernels, Target(kind="cpu")).source
